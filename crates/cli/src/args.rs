@@ -1,0 +1,127 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Runs ONNX Runtime GenAI model folders through ONNX Runtime or genai-bridge's native decoder.
+#[derive(Debug, Parser)]
+#[command(name = "genai-bridge", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate a continuation of a prompt.
+    Generate(GenerateArgs),
+    /// Chat interactively, using the model's chat template.
+    Chat(ChatArgs),
+    /// Describe a model folder: config, graph inputs and outputs, ops, weights.
+    Inspect(InspectArgs),
+}
+
+/// Which decoder runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    /// The native decoder when it can run the model, ONNX Runtime otherwise.
+    Auto,
+    /// ONNX Runtime.
+    Ort,
+    /// genai-bridge's own decoder.
+    Native,
+}
+
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeviceChoice {
+    Cpu,
+    Cuda,
+}
+
+/// Options shared by every command that runs a model.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Model folder (genai_config.json, model.onnx, tokenizer.json); the bundled fixture if omitted.
+    pub model_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// The device; by default what genai_config.json's provider_options say.
+    #[arg(long, value_enum)]
+    pub device: Option<DeviceChoice>,
+    /// Intra-op threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Search options; unset ones keep genai_config.json's values.
+#[derive(Debug, Args, Default)]
+pub struct SearchArgs {
+    /// Total length, prompt included (ORT GenAI's search.max_length).
+    #[arg(long, conflicts_with = "max_new_tokens")]
+    pub max_length: Option<usize>,
+    /// Tokens to generate after the prompt.
+    #[arg(long)]
+    pub max_new_tokens: Option<usize>,
+    /// Total length below which EOS is suppressed.
+    #[arg(long)]
+    pub min_length: Option<usize>,
+    #[arg(long)]
+    pub do_sample: bool,
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    #[arg(long)]
+    pub repetition_penalty: Option<f32>,
+    #[arg(long)]
+    pub no_repeat_ngram_size: Option<usize>,
+    /// Random seed for sampling; -1 is nondeterministic.
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Prompt text.
+    #[arg(
+        long,
+        conflicts_with = "prompt_ids",
+        required_unless_present = "prompt_ids"
+    )]
+    pub prompt: Option<String>,
+    /// Prompt token ids, comma separated.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub prompt_ids: Option<Vec<i64>>,
+    /// Wrap the prompt in the model's chat template as one user message.
+    #[arg(long)]
+    pub chat_template: bool,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Print one JSON object instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// A system message to start the conversation with.
+    #[arg(long)]
+    pub system: Option<String>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Model folder.
+    pub model_dir: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}

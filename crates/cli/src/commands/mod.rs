@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod chat;
+pub mod generate;
+pub mod inspect;

@@ -1,0 +1,126 @@
+//! Loading a model folder for a command: config, tokenizer and the decoder the route picks.
+
+use crate::args::{BackendChoice, DeviceChoice, RunArgs, SearchArgs};
+use crate::progress::Progress;
+use anyhow::{Context, Result, bail};
+use genai_backend_ort::{Device, OrtDecoder, OrtOptions};
+use genai_config::{Config, Search};
+use genai_engine::Decoder;
+use genai_tokenizer::{SpecialTokens, Tokenizer};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The fixture `generate` and `chat` use when no model folder is given.
+pub const DEFAULT_MODEL: &str = "models/fixtures/qwen2-fp32-cpu";
+
+/// Everything a command needs to generate.
+pub struct Loaded {
+    pub config: Config,
+    pub tokenizer: Tokenizer,
+    pub decoder: Box<dyn Decoder>,
+    pub load_ms: f64,
+}
+
+/// The model folder given, or the bundled default fixture.
+pub fn model_dir(given: Option<&Path>) -> PathBuf {
+    match given {
+        Some(dir) => dir.to_path_buf(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(DEFAULT_MODEL),
+    }
+}
+
+/// Loads config, tokenizer and decoder, with a spinner on a terminal.
+pub fn load(run: &RunArgs) -> Result<Loaded> {
+    let started = Instant::now();
+    let dir = model_dir(run.model_dir.as_deref());
+    let progress = Progress::start(&format!("loading {}", dir.display()));
+    let config = Config::load(&dir).with_context(|| format!("loading {}", dir.display()))?;
+    progress.set("loading the tokenizer");
+    let special = SpecialTokens {
+        bos: config.model.bos_token_id,
+        eos: config.model.eos_token_ids.clone(),
+        pad: config.model.pad_token_id,
+    };
+    let tokenizer = Tokenizer::from_dir(&dir, special).context("loading the tokenizer")?;
+    progress.set("creating the session");
+    let decoder = open_decoder(&config, run)?;
+    drop(progress);
+    Ok(Loaded {
+        config,
+        tokenizer,
+        decoder,
+        load_ms: started.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// Picks the backend. The native decoder is not part of this build yet, so `auto` uses ONNX
+/// Runtime and says why.
+fn open_decoder(config: &Config, run: &RunArgs) -> Result<Box<dyn Decoder>> {
+    let device = run.device.map(|d| match d {
+        DeviceChoice::Cpu => Device::Cpu,
+        DeviceChoice::Cuda => Device::Cuda,
+    });
+    let options = OrtOptions {
+        device,
+        threads: run.threads,
+    };
+    match run.backend {
+        BackendChoice::Native => bail!(
+            "--backend native: the native decoder is not available in this build; use --backend ort"
+        ),
+        BackendChoice::Ort => Ok(Box::new(OrtDecoder::load(config, &options)?)),
+        BackendChoice::Auto => {
+            let mut decoder = OrtDecoder::load(config, &options)?;
+            decoder.add_reason("auto: the native decoder is not available in this build, so ONNX Runtime runs the model");
+            Ok(Box::new(decoder))
+        }
+    }
+}
+
+/// The config's search options with the command line's overrides applied.
+pub fn search_options(config: &Config, args: &SearchArgs, prompt_len: usize) -> Result<Search> {
+    let mut search = config.search.clone();
+    let set = |search: &mut Search, name: &str, value: f64| {
+        search
+            .set_number(name, value)
+            .with_context(|| format!("--{}", name.replace('_', "-")))
+    };
+    if let Some(n) = args.max_length {
+        set(&mut search, "max_length", n as f64)?;
+    }
+    if let Some(n) = args.max_new_tokens {
+        let total = prompt_len.saturating_add(n);
+        if total > config.model.context_length {
+            bail!(
+                "--max-new-tokens {n} with a {prompt_len}-token prompt needs {total} positions; the model's context_length is {}",
+                config.model.context_length
+            );
+        }
+        set(&mut search, "max_length", total as f64)?;
+    }
+    if let Some(n) = args.min_length {
+        set(&mut search, "min_length", n as f64)?;
+    }
+    if args.do_sample {
+        search.set_bool("do_sample", true)?;
+    }
+    for (name, value) in [
+        ("top_k", args.top_k.map(|v| v as f64)),
+        ("top_p", args.top_p.map(f64::from)),
+        ("temperature", args.temperature.map(f64::from)),
+        ("repetition_penalty", args.repetition_penalty.map(f64::from)),
+        (
+            "no_repeat_ngram_size",
+            args.no_repeat_ngram_size.map(|v| v as f64),
+        ),
+        ("random_seed", args.seed.map(|v| v as f64)),
+    ] {
+        if let Some(value) = value {
+            set(&mut search, name, value)?;
+        }
+    }
+    search.validate(&config.model).context("search options")?;
+    Ok(search)
+}

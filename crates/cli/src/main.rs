@@ -1,0 +1,28 @@
+//! The `genai-bridge` command line: generate, chat and inspect on ONNX Runtime GenAI model folders.
+
+mod args;
+mod commands;
+mod load;
+mod progress;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Generate(args) => commands::generate::run(&args),
+        Command::Chat(args) => commands::chat::run(&args),
+        Command::Inspect(args) => commands::inspect::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One readable line: the error and its causes.
+            let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+            eprintln!("error: {}", chain.join(": "));
+            ExitCode::FAILURE
+        }
+    }
+}

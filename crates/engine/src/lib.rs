@@ -1,0 +1,17 @@
+//! The engine: the backend trait every decoder implements, the generator with ONNX Runtime GenAI's
+//! semantics, and the logits processing (penalties, greedy and sampled token choice).
+
+mod backend;
+mod error;
+mod generator;
+mod logits;
+mod sampling;
+
+pub use backend::{BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
+pub use error::Error;
+pub use generator::{Generator, GeneratorTimings};
+pub use logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};
+pub use sampling::{Sampler, argmax};
+
+/// Result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

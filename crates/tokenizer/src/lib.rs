@@ -1,0 +1,227 @@
+//! Tokenizer for genai-bridge: encode/decode with ONNX Runtime GenAI 0.18 semantics, streaming
+//! detokenization and Hugging Face compatible chat templates, loaded from a model folder.
+//!
+//! Conventions (those of ONNX Runtime GenAI): `encode` adds no special tokens (no BOS), `decode`
+//! skips special tokens, batch encoding pads on the right with the `pad_token_id` of
+//! genai_config.json, and token ids are `i32`.
+
+mod chat;
+mod config;
+mod error;
+mod pyfmt;
+mod stream;
+mod strftime;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+pub use error::Error;
+pub use stream::StreamDecoder;
+
+/// The special token ids of a model, as genai_config.json gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecialTokens {
+    pub bos: Option<i32>,
+    pub eos: Vec<i32>,
+    pub pad: i32,
+}
+
+/// A model's tokenizer: tokenizer.json plus the optional tokenizer_config.json and
+/// chat_template.jinja beside it.
+#[derive(Debug)]
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    special: SpecialTokens,
+    /// Ids of added tokens flagged special: decode skips them.
+    skipped_ids: HashSet<u32>,
+    vocab_size: usize,
+    chat_template: Option<String>,
+    /// Template variables such as `bos_token`, with their strings.
+    template_tokens: Vec<(&'static str, String)>,
+}
+
+impl Tokenizer {
+    /// Loads the tokenizer from a model folder. `tokenizer.json` is required;
+    /// `tokenizer_config.json` and `chat_template.jinja` are optional.
+    pub fn from_dir(model_dir: &Path, special: SpecialTokens) -> Result<Self, Error> {
+        let path = model_dir.join("tokenizer.json");
+        let Some(json) = config::read_optional(&path)? else {
+            return Err(Error::MissingFile { path });
+        };
+        let inner =
+            tokenizers::Tokenizer::from_bytes(json.as_bytes()).map_err(|e| Error::InvalidFile {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        let config = config::TokenizerConfig::load(model_dir)?;
+        Ok(Self::new(inner, special, config))
+    }
+
+    fn new(
+        inner: tokenizers::Tokenizer,
+        special: SpecialTokens,
+        config: config::TokenizerConfig,
+    ) -> Self {
+        let skipped_ids = inner
+            .get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, token)| token.special)
+            .map(|(id, _)| id)
+            .collect();
+        let vocab_size = inner.get_vocab_size(true);
+        let mut template_tokens = config.special_tokens;
+        // Where tokenizer_config.json names no BOS/EOS string, use genai_config.json's ids.
+        let fallbacks = [
+            ("bos_token", special.bos),
+            ("eos_token", special.eos.first().copied()),
+        ];
+        for (key, id) in fallbacks {
+            let known = template_tokens.iter().any(|(k, _)| *k == key);
+            let token = id
+                .and_then(|id| u32::try_from(id).ok())
+                .and_then(|id| inner.id_to_token(id));
+            if let (false, Some(token)) = (known, token) {
+                template_tokens.push((key, token));
+            }
+        }
+        Self {
+            inner,
+            special,
+            skipped_ids,
+            vocab_size,
+            chat_template: config.chat_template,
+            template_tokens,
+        }
+    }
+
+    /// Token ids of `text`, without any special tokens added.
+    pub fn encode(&self, text: &str) -> Result<Vec<i32>, Error> {
+        let encoding = self.inner.encode(text, false).map_err(|e| Error::Encode {
+            message: e.to_string(),
+        })?;
+        encoding
+            .get_ids()
+            .iter()
+            .map(|&id| {
+                i32::try_from(id).map_err(|_| Error::InvalidTokenId {
+                    id: i64::from(id),
+                    vocab_size: self.vocab_size,
+                })
+            })
+            .collect()
+    }
+
+    /// Encodes each text, padding on the right with the pad id to the longest.
+    pub fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i32>>, Error> {
+        let mut batch = texts
+            .iter()
+            .map(|text| self.encode(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        let longest = batch.iter().map(Vec::len).max().unwrap_or(0);
+        for ids in &mut batch {
+            ids.resize(longest, self.special.pad);
+        }
+        Ok(batch)
+    }
+
+    /// The text of `ids`, skipping special tokens. Ids that are negative or not in the
+    /// vocabulary are an error.
+    pub fn decode(&self, ids: &[i32]) -> Result<String, Error> {
+        let ids = ids
+            .iter()
+            .map(|&id| self.check_id(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.decode_checked(&ids)
+    }
+
+    /// Decodes each sequence.
+    pub fn decode_batch(&self, seqs: &[&[i32]]) -> Result<Vec<String>, Error> {
+        seqs.iter().map(|ids| self.decode(ids)).collect()
+    }
+
+    /// The id of a token string (added tokens included), if it is in the vocabulary.
+    pub fn token_to_id(&self, token: &str) -> Option<i32> {
+        self.inner
+            .token_to_id(token)
+            .and_then(|id| i32::try_from(id).ok())
+    }
+
+    /// Number of tokens in the vocabulary, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// The special token ids this tokenizer was loaded with.
+    pub fn special_tokens(&self) -> &SpecialTokens {
+        &self.special
+    }
+
+    /// A streaming decoder: feed it generated ids one at a time.
+    pub fn stream(&self) -> StreamDecoder<'_> {
+        StreamDecoder::new(self)
+    }
+
+    /// The model's chat template (from chat_template.jinja or tokenizer_config.json), if any.
+    pub fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
+    }
+
+    /// Renders a chat template over `messages_json` (a JSON array of `{role, content}` objects).
+    /// `template` overrides the model's template when given and non-empty; `tools_json`, when
+    /// given and non-empty, is a JSON array passed to the template as `tools`.
+    pub fn apply_chat_template(
+        &self,
+        template: Option<&str>,
+        messages_json: &str,
+        tools_json: Option<&str>,
+        add_generation_prompt: bool,
+    ) -> Result<String, Error> {
+        let template = template
+            .filter(|t| !t.is_empty())
+            .or(self.chat_template.as_deref())
+            .ok_or(Error::NoChatTemplate)?;
+        chat::render(
+            template,
+            messages_json,
+            tools_json,
+            add_generation_prompt,
+            &self.template_tokens,
+        )
+    }
+
+    /// The id as u32 if the vocabulary has it.
+    pub(crate) fn check_id(&self, id: i32) -> Result<u32, Error> {
+        u32::try_from(id)
+            .ok()
+            .filter(|&id| self.inner.id_to_token(id).is_some())
+            .ok_or(Error::InvalidTokenId {
+                id: i64::from(id),
+                vocab_size: self.vocab_size,
+            })
+    }
+
+    /// Whether decode skips this (already checked) id.
+    pub(crate) fn is_skipped(&self, id: u32) -> bool {
+        self.skipped_ids.contains(&id)
+    }
+
+    /// Decodes ids already known to be in the vocabulary.
+    pub(crate) fn decode_checked(&self, ids: &[u32]) -> Result<String, Error> {
+        self.inner.decode(ids, true).map_err(|e| Error::Decode {
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn tokenizer_is_send_and_sync() {
+        assert_send_sync::<Tokenizer>();
+        assert_send_sync::<StreamDecoder<'_>>();
+    }
+}

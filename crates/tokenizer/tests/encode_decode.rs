@@ -1,0 +1,134 @@
+//! Encode/decode against the official runtime's recorded outputs, batch padding, and errors.
+
+mod common;
+
+use common::{BOS, BYTE0, EOS, SpStyle, conformance_dir, gpt2, sp_tokenizer};
+use genai_tokenizer::{Error, SpecialTokens, Tokenizer};
+use serde_json::Value;
+
+#[test]
+fn gpt2_matches_ort_genai_0_18_outputs() {
+    let path = conformance_dir().join("expected_ort_genai_0.18.json");
+    let text = std::fs::read_to_string(&path).expect("read expected outputs");
+    let expected: Value = serde_json::from_str(&text).expect("parse expected outputs");
+    let cases = expected["tokenizer"].as_array().expect("tokenizer cases");
+    assert!(cases.len() >= 2, "expected at least two tokenizer cases");
+    let tok = gpt2();
+    for case in cases {
+        let text = case["text"].as_str().expect("text");
+        let ids: Vec<i32> = serde_json::from_value(case["ids"].clone()).expect("ids");
+        let decoded = case["decoded"].as_str().expect("decoded");
+        assert_eq!(tok.encode(text).unwrap(), ids, "encode {text:?}");
+        assert_eq!(tok.decode(&ids).unwrap(), decoded, "decode {ids:?}");
+    }
+    // The first recorded case, spelled out so that a broken fixture cannot pass silently.
+    assert_eq!(tok.encode("Hello world").unwrap(), vec![15496, 995]);
+}
+
+#[test]
+fn gpt2_vocab_special_tokens_and_batches() {
+    let tok = gpt2();
+    // 50257 model tokens + 38 added tokens not already in the model vocabulary.
+    assert_eq!(tok.vocab_size(), 50295);
+    assert_eq!(tok.token_to_id("<|endoftext|>"), Some(50256));
+    assert_eq!(tok.token_to_id("Hello"), Some(15496));
+    assert_eq!(tok.token_to_id("no-such-token-anywhere"), None);
+    // Special tokens in the text are recognised, and decode skips them.
+    assert_eq!(
+        tok.encode("Hello<|endoftext|>").unwrap(),
+        vec![15496, 50256]
+    );
+    assert_eq!(tok.decode(&[15496, 50256, 995]).unwrap(), "Hello world");
+
+    let batch = tok.encode_batch(&["Hello world", "Hello"]).unwrap();
+    assert_eq!(batch, vec![vec![15496, 995], vec![15496, 98]]);
+    assert_eq!(tok.encode_batch(&[]).unwrap(), Vec::<Vec<i32>>::new());
+    let texts = tok.decode_batch(&[&[15496, 995], &[15496]]).unwrap();
+    assert_eq!(texts, vec!["Hello world".to_owned(), "Hello".to_owned()]);
+    assert_eq!(tok.chat_template(), None);
+}
+
+#[test]
+fn sentencepiece_encode_adds_no_bos_and_round_trips() {
+    for style in [SpStyle::Llama, SpStyle::Metaspace] {
+        let tok = sp_tokenizer(style, None);
+        let hello = tok.token_to_id("▁hello").unwrap();
+        let world = tok.token_to_id("▁world").unwrap();
+        assert_eq!(
+            tok.encode("hello world").unwrap(),
+            vec![hello, world],
+            "{style:?}"
+        );
+        // "é" is not in the vocabulary: two byte-fallback tokens.
+        let ids = tok.encode("hello é").unwrap();
+        let space = tok.token_to_id("▁").unwrap();
+        assert_eq!(
+            ids,
+            vec![hello, space, BYTE0 + 0xC3, BYTE0 + 0xA9],
+            "{style:?}"
+        );
+        for text in ["hello world", "héllo wörld", "日本 🎉 ok"] {
+            let ids = tok.encode(text).unwrap();
+            assert_ne!(
+                ids.first(),
+                Some(&BOS),
+                "{style:?}: encode must not add BOS"
+            );
+            assert_eq!(tok.decode(&ids).unwrap(), text, "{style:?}");
+        }
+        // Decode skips special tokens.
+        assert_eq!(
+            tok.decode(&[BOS, hello, EOS]).unwrap(),
+            "hello",
+            "{style:?}"
+        );
+    }
+}
+
+#[test]
+fn decode_rejects_negative_and_unknown_ids() {
+    let tok = gpt2();
+    let vocab = tok.vocab_size();
+    for bad in [-1, i32::try_from(vocab).unwrap(), i32::MAX, i32::MIN] {
+        match tok.decode(&[15496, bad]) {
+            Err(Error::InvalidTokenId { id, vocab_size }) => {
+                assert_eq!(id, i64::from(bad));
+                assert_eq!(vocab_size, vocab);
+            }
+            other => panic!("decode of {bad}: expected InvalidTokenId, got {other:?}"),
+        }
+        assert!(tok.decode_batch(&[&[15496], &[bad]]).is_err());
+    }
+    let message = tok.decode(&[-1]).unwrap_err().to_string();
+    assert!(message.contains("-1"), "{message}");
+}
+
+#[test]
+fn missing_or_invalid_files_are_named() {
+    let special = SpecialTokens {
+        bos: None,
+        eos: vec![],
+        pad: 0,
+    };
+    let empty = tempfile::tempdir().unwrap();
+    let err = Tokenizer::from_dir(empty.path(), special.clone()).unwrap_err();
+    assert!(matches!(&err, Error::MissingFile { path } if path.ends_with("tokenizer.json")));
+    assert!(err.to_string().contains("tokenizer.json"), "{err}");
+
+    let garbage = common::model_dir(&[("tokenizer.json", "{not json".to_owned())]);
+    let err = Tokenizer::from_dir(garbage.path(), special.clone()).unwrap_err();
+    assert!(matches!(&err, Error::InvalidFile { path, .. } if path.ends_with("tokenizer.json")));
+    assert!(err.to_string().contains("tokenizer.json"), "{err}");
+
+    let tokenizer_json = common::sp_tokenizer_json(SpStyle::Llama).to_string();
+    let bad_config = common::model_dir(&[
+        ("tokenizer.json", tokenizer_json.clone()),
+        ("tokenizer_config.json", "[1, 2".to_owned()),
+    ]);
+    let err = Tokenizer::from_dir(bad_config.path(), special.clone()).unwrap_err();
+    assert!(err.to_string().contains("tokenizer_config.json"), "{err}");
+
+    // tokenizer_config.json is optional.
+    let bare = common::model_dir(&[("tokenizer.json", tokenizer_json)]);
+    assert!(Tokenizer::from_dir(bare.path(), special).is_ok());
+}

@@ -1,0 +1,195 @@
+//! Streaming detokenization: chunks never split a character, and they add up to `decode`.
+
+mod common;
+
+use common::{BYTE0, EOS, SpStyle, gpt2, sp_tokenizer};
+use genai_tokenizer::{Error, Tokenizer};
+
+const TEXTS: [&str; 7] = [
+    "hello world",
+    "héllo wörld, naïve café",
+    "€100 – “quoted” text",
+    "hello 你好 world 日本語のテキスト",
+    "emoji 🎉 and 👋🏽 and 👨‍👩‍👧",
+    " leading space\nand\ttabs",
+    "Ünïcödé ŝtrïñg ✓",
+];
+
+/// Streams `ids` one at a time, checking every chunk, and returns the chunks.
+fn stream_chunks(tok: &Tokenizer, ids: &[i32]) -> Vec<String> {
+    let mut stream = tok.stream();
+    let mut chunks = Vec::new();
+    for &id in ids {
+        if let Some(chunk) = stream.push(id).unwrap() {
+            chunks.push(chunk);
+        }
+    }
+    if let Some(chunk) = stream.flush().unwrap() {
+        chunks.push(chunk);
+    }
+    for chunk in &chunks {
+        assert!(!chunk.is_empty(), "empty chunk in {chunks:?}");
+        assert!(
+            !chunk.contains('\u{FFFD}'),
+            "broken character in {chunks:?}"
+        );
+    }
+    chunks
+}
+
+/// Checks every text; `strips_leading_space` for tokenizers whose decode drops one leading
+/// space of the text (Metaspace with prepend_scheme "first").
+fn assert_streams_like_decode(tok: &Tokenizer, label: &str, strips_leading_space: bool) {
+    for text in TEXTS {
+        let ids = tok.encode(text).unwrap();
+        let chunks = stream_chunks(tok, &ids);
+        let joined: String = chunks.concat();
+        assert_eq!(
+            joined,
+            tok.decode(&ids).unwrap(),
+            "{label}: {text:?} -> {chunks:?}"
+        );
+        let expected = match strips_leading_space {
+            true => text.strip_prefix(' ').unwrap_or(text),
+            false => text,
+        };
+        assert_eq!(joined, expected, "{label}: {text:?}");
+    }
+}
+
+#[test]
+fn gpt2_byte_level_streams_whole_characters() {
+    assert_streams_like_decode(&gpt2(), "gpt2", false);
+}
+
+#[test]
+fn sentencepiece_byte_fallback_streams_whole_characters() {
+    assert_streams_like_decode(&sp_tokenizer(SpStyle::Llama, None), "llama", false);
+    assert_streams_like_decode(&sp_tokenizer(SpStyle::Metaspace, None), "metaspace", true);
+}
+
+#[test]
+fn byte_fallback_euro_is_held_until_complete() {
+    let tok = sp_tokenizer(SpStyle::Llama, None);
+    let space = tok.token_to_id("▁").unwrap();
+    let hello = tok.token_to_id("▁hello").unwrap();
+    let mut stream = tok.stream();
+    assert_eq!(stream.push(hello).unwrap().as_deref(), Some("hello"));
+    assert_eq!(stream.push(space).unwrap().as_deref(), Some(" "));
+    assert_eq!(stream.push(BYTE0 + 0xE2).unwrap(), None);
+    assert_eq!(stream.push(BYTE0 + 0x82).unwrap(), None);
+    assert_eq!(stream.push(BYTE0 + 0xAC).unwrap().as_deref(), Some("€"));
+    assert_eq!(stream.push(hello).unwrap().as_deref(), Some(" hello"));
+    assert_eq!(stream.flush().unwrap(), None);
+}
+
+#[test]
+fn byte_level_pieces_of_one_character_are_held() {
+    let tok = gpt2();
+    // GPT-2's byte-level alphabet spells the bytes E2 82 AC ("€") as "â", "Ĥ", "¬".
+    let pieces: Vec<i32> = ["â", "Ĥ", "¬"]
+        .iter()
+        .map(|p| tok.token_to_id(p).unwrap())
+        .collect();
+    let mut stream = tok.stream();
+    assert_eq!(stream.push(pieces[0]).unwrap(), None);
+    assert_eq!(stream.push(pieces[1]).unwrap(), None);
+    assert_eq!(stream.push(pieces[2]).unwrap().as_deref(), Some("€"));
+    assert_eq!(tok.decode(&pieces).unwrap(), "€");
+}
+
+#[test]
+fn incomplete_character_is_released_by_flush() {
+    let tok = sp_tokenizer(SpStyle::Llama, None);
+    let hello = tok.token_to_id("▁hello").unwrap();
+    let ids = [hello, BYTE0 + 0xE2, BYTE0 + 0x82];
+    let mut stream = tok.stream();
+    assert_eq!(stream.push(ids[0]).unwrap().as_deref(), Some("hello"));
+    assert_eq!(stream.push(ids[1]).unwrap(), None);
+    assert_eq!(stream.push(ids[2]).unwrap(), None);
+    let tail = stream.flush().unwrap().unwrap();
+    assert_eq!(format!("hello{tail}"), tok.decode(&ids).unwrap());
+    assert!(tail.ends_with('\u{FFFD}'));
+}
+
+#[test]
+fn special_tokens_are_skipped_and_reset_starts_over() {
+    let tok = sp_tokenizer(SpStyle::Llama, None);
+    let hello = tok.token_to_id("▁hello").unwrap();
+    let world = tok.token_to_id("▁world").unwrap();
+    let ids = [common::BOS, hello, EOS, world, EOS];
+    assert_eq!(
+        stream_chunks(&tok, &ids).concat(),
+        tok.decode(&ids).unwrap()
+    );
+    assert_eq!(tok.decode(&ids).unwrap(), "hello world");
+
+    let mut stream = tok.stream();
+    assert_eq!(stream.push(hello).unwrap().as_deref(), Some("hello"));
+    stream.reset();
+    assert_eq!(stream.window_len(), 0);
+    // After a reset the first token's leading space is stripped again.
+    assert_eq!(stream.push(world).unwrap().as_deref(), Some("world"));
+}
+
+#[test]
+fn invalid_ids_are_errors_and_leave_the_stream_usable() {
+    let tok = gpt2();
+    let ids = tok.encode("Hello world").unwrap();
+    let mut stream = tok.stream();
+    assert_eq!(stream.push(ids[0]).unwrap().as_deref(), Some("Hello"));
+    assert!(matches!(
+        stream.push(-1),
+        Err(Error::InvalidTokenId { id: -1, .. })
+    ));
+    assert!(matches!(
+        stream.push(1 << 30),
+        Err(Error::InvalidTokenId { .. })
+    ));
+    assert_eq!(stream.push(ids[1]).unwrap().as_deref(), Some(" world"));
+}
+
+#[test]
+fn long_streams_keep_a_small_window() {
+    let tok = gpt2();
+    let unit = tok.encode("Stream 🎉 ünïcode 你好, ").unwrap();
+    let ids: Vec<i32> = unit
+        .iter()
+        .copied()
+        .cycle()
+        .take(unit.len() * 400)
+        .collect();
+    let mut stream = tok.stream();
+    let mut joined = String::new();
+    let mut widest = 0;
+    for &id in &ids {
+        if let Some(chunk) = stream.push(id).unwrap() {
+            joined.push_str(&chunk);
+        }
+        widest = widest.max(stream.window_len());
+    }
+    joined.push_str(&stream.flush().unwrap().unwrap_or_default());
+    assert_eq!(joined, tok.decode(&ids).unwrap());
+    assert!(widest <= 8, "window grew to {widest} tokens");
+}
+
+#[test]
+fn endless_broken_bytes_are_released_in_bounded_windows() {
+    // Stray UTF-8 continuation bytes never complete a character: the decoder must still let
+    // them out (as U+FFFD, like decode does) instead of holding an ever-growing window.
+    let tok = sp_tokenizer(SpStyle::Llama, None);
+    let ids = vec![BYTE0 + 0x80; 300];
+    let mut stream = tok.stream();
+    let mut joined = String::new();
+    let mut widest = 0;
+    for &id in &ids {
+        if let Some(chunk) = stream.push(id).unwrap() {
+            joined.push_str(&chunk);
+        }
+        widest = widest.max(stream.window_len());
+    }
+    joined.push_str(&stream.flush().unwrap().unwrap_or_default());
+    assert_eq!(joined, "\u{FFFD}".repeat(300));
+    assert_eq!(joined, tok.decode(&ids).unwrap());
+    assert!(widest <= 2 * 65, "window grew to {widest} tokens");
+}

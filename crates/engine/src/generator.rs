@@ -42,6 +42,9 @@ pub struct Generator {
     eos_seen: Vec<bool>,
     /// The tokens chosen by the last step (or the last appended ones), per row.
     next_tokens: Vec<i32>,
+    /// After `rewind_to(n)`: the token each row had at position `n`. As in the official runtime,
+    /// a step without new appended tokens feeds it back (and appends it) before choosing.
+    rewound_next: Option<Vec<i32>>,
     /// Logits of the last position per row, `[batch, vocab]`, when the model has run for the
     /// current sequence and no token has been chosen from them yet.
     pending_logits: Option<Vec<f32>>,
@@ -73,6 +76,7 @@ impl Generator {
             masks: vec![Vec::new(); search.batch_size],
             eos_seen: vec![false; search.batch_size],
             next_tokens: vec![0; search.batch_size],
+            rewound_next: None,
             pending_logits: None,
             last_logits: None,
             sampler: Sampler::new(search.random_seed),
@@ -170,6 +174,7 @@ impl Generator {
                 context_length: self.context_length,
             });
         }
+        self.rewound_next = None;
         for (row, chunk) in tokens.chunks(new_len).enumerate() {
             let mask = row_mask(chunk, self.pad, batch);
             self.sequences[row].extend_from_slice(chunk);
@@ -209,6 +214,7 @@ impl Generator {
         let mut logits = match self.pending_logits.take() {
             Some(logits) => logits,
             None => {
+                self.restore_rewound()?;
                 let start = Instant::now();
                 self.run_unprocessed()?;
                 self.timings.decode_ms.push(millis(start.elapsed()));
@@ -280,7 +286,9 @@ impl Generator {
         Ok(())
     }
 
-    /// Keeps the first `len` tokens of every row. `0` starts over.
+    /// Keeps the first `len` tokens of every row (and their cache). `0` starts over. As in the
+    /// official runtime, a following step without appended tokens continues from the token that
+    /// was at position `len`, appending it first.
     pub fn rewind_to(&mut self, len: usize) -> Result<()> {
         let current = self.sequence_len();
         if len > current {
@@ -296,13 +304,12 @@ impl Generator {
                 "rewind_to must be called with 0 when batch_size > 1".into(),
             ));
         }
+        self.rewound_next = (len > 0).then(|| self.sequences.iter().map(|s| s[len]).collect());
         for (sequence, mask) in self.sequences.iter_mut().zip(&mut self.masks) {
             sequence.truncate(len);
             mask.truncate(len);
         }
-        // The cache keeps every position but the last kept token, which the next step re-runs
-        // to produce the logits that follow it.
-        let keep = len.saturating_sub(1).min(self.backend.cached_len());
+        let keep = len.min(self.backend.cached_len());
         self.backend.rewind_to(keep)?;
         self.eos_seen.iter_mut().for_each(|seen| *seen = false);
         self.next_tokens = self
@@ -312,6 +319,20 @@ impl Generator {
             .collect();
         self.pending_logits = None;
         self.last_logits = None;
+        Ok(())
+    }
+
+    /// Appends the tokens a rewind dropped at the cut, when nothing else was appended since.
+    fn restore_rewound(&mut self) -> Result<()> {
+        let Some(tokens) = self.rewound_next.take() else { return Ok(()) };
+        let requested = self.sequence_len() + 1;
+        if requested > self.search.max_length {
+            return Err(Error::TooLong { requested, max_length: self.search.max_length, context_length: self.context_length });
+        }
+        for ((sequence, mask), token) in self.sequences.iter_mut().zip(&mut self.masks).zip(tokens) {
+            sequence.push(token);
+            mask.push(1);
+        }
         Ok(())
     }
 

@@ -159,8 +159,9 @@ fn finished_rows_are_padded_and_trailing_pads_masked() {
 }
 
 #[test]
-fn rewind_reruns_the_last_kept_token() {
+fn rewind_continues_from_the_token_at_the_cut_like_the_official_runtime() {
     let (decoder, config, _dir) = setup(r#"{"max_length": 10}"#);
+    let calls = || decoder.script.calls.lock().unwrap().last().cloned().unwrap();
     let mut g = Generator::new(&decoder, &config.model, &config.search).unwrap();
     g.append_tokens(&[0, 1]).unwrap();
     for _ in 0..3 {
@@ -169,12 +170,16 @@ fn rewind_reruns_the_last_kept_token() {
     assert_eq!(g.sequence(0).unwrap(), &[0, 1, 2, 3, 4]);
     g.rewind_to(3).unwrap();
     assert_eq!(g.sequence(0).unwrap(), &[0, 1, 2]);
+    // The step feeds the token that stood at position 3 and appends it before choosing.
     g.generate_next_token().unwrap();
-    assert_eq!(
-        decoder.script.calls.lock().unwrap().last().unwrap(),
-        &(vec![2], 3)
-    );
-    assert_eq!(g.sequence(0).unwrap(), &[0, 1, 2, 3]);
+    assert_eq!(calls(), (vec![3], 4));
+    assert_eq!(g.sequence(0).unwrap(), &[0, 1, 2, 3, 4]);
+    // Appending after a rewind drops that token.
+    g.rewind_to(2).unwrap();
+    g.append_tokens(&[5]).unwrap();
+    assert_eq!(calls(), (vec![5], 3));
+    g.generate_next_token().unwrap();
+    assert_eq!(g.sequence(0).unwrap(), &[0, 1, 5, 6]);
     assert!(g.rewind_to(9).is_err());
     g.rewind_to(0).unwrap();
     assert!(g.generate_next_token().is_err(), "nothing to continue from");

@@ -9,7 +9,7 @@ use serde_json::json;
 
 pub fn run(args: &InspectArgs) -> Result<()> {
     let config = Config::load(&args.model_dir)
-        .with_context(|| format!("loading {}", args.model_dir.display()))?;
+        .with_context(|| format!("{}", args.model_dir.join(genai_config::CONFIG_FILE).display()))?;
     let path = config.decoder_path();
     let model = OnnxModel::load(&path).with_context(|| format!("loading {}", path.display()))?;
     let report = model.report();

@@ -61,15 +61,15 @@ fn load_first_usable() -> Result<Loaded, String> {
             ));
             continue;
         }
-        if let Some(minor) = minor_version_from_name(&candidate.path) {
-            if minor < REQUIRED_MINOR {
-                skipped.push(format!(
-                    "{}: {} is ONNX Runtime 1.{minor}; 1.{REQUIRED_MINOR} or newer is needed",
-                    candidate.source,
-                    candidate.path.display()
-                ));
-                continue;
-            }
+        if let Some(minor) = minor_version_from_name(&candidate.path)
+            && minor < REQUIRED_MINOR
+        {
+            skipped.push(format!(
+                "{}: {} is ONNX Runtime 1.{minor}; 1.{REQUIRED_MINOR} or newer is needed",
+                candidate.source,
+                candidate.path.display()
+            ));
+            continue;
         }
         match ort::init_from(&candidate.path) {
             Ok(builder) => {

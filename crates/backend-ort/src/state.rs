@@ -57,15 +57,15 @@ impl OrtState {
                 message: "inconsistent step input sizes".into(),
             });
         }
-        if let KvCache::Shared { capacity, .. } = &self.kv {
-            if total > *capacity {
-                return Err(Error::Io {
-                    model: "step".into(),
-                    message: format!(
-                        "sequence length {total} exceeds the KV buffer's {capacity} positions"
-                    ),
-                });
-            }
+        if let KvCache::Shared { capacity, .. } = &self.kv
+            && total > *capacity
+        {
+            return Err(Error::Io {
+                model: "step".into(),
+                message: format!(
+                    "sequence length {total} exceeds the KV buffer's {capacity} positions"
+                ),
+            });
         }
         let past_len = total - new_len;
         let mut inputs: Vec<(String, DynValue)> = Vec::with_capacity(3 + io.past_inputs.len());

@@ -36,7 +36,8 @@ pub fn load(run: &RunArgs) -> Result<Loaded> {
     let started = Instant::now();
     let dir = model_dir(run.model_dir.as_deref());
     let progress = Progress::start(&format!("loading {}", dir.display()));
-    let config = Config::load(&dir).with_context(|| format!("{}", dir.join(genai_config::CONFIG_FILE).display()))?;
+    let config = Config::load(&dir)
+        .with_context(|| format!("{}", dir.join(genai_config::CONFIG_FILE).display()))?;
     progress.set("loading the tokenizer");
     let special = SpecialTokens {
         bos: config.model.bos_token_id,

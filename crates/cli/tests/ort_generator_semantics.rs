@@ -10,11 +10,24 @@ use genai_engine::Generator;
 
 fn load(name: &str) -> (Config, OrtDecoder) {
     let config = Config::load(&repo_root().join("models/fixtures").join(name)).expect("config");
-    let decoder = OrtDecoder::load(&config, &OrtOptions { device: Some(Device::Cpu), threads: Some(1) }).expect("session");
+    let decoder = OrtDecoder::load(
+        &config,
+        &OrtOptions {
+            device: Some(Device::Cpu),
+            threads: Some(1),
+        },
+    )
+    .expect("session");
     (config, decoder)
 }
 
-fn greedy(config: &Config, decoder: &OrtDecoder, share_buffer: bool, prompt: &[i32], max_length: usize) -> (Vec<i32>, Vec<f32>) {
+fn greedy(
+    config: &Config,
+    decoder: &OrtDecoder,
+    share_buffer: bool,
+    prompt: &[i32],
+    max_length: usize,
+) -> (Vec<i32>, Vec<f32>) {
     let mut search = config.search.clone();
     search.max_length = max_length;
     search.past_present_share_buffer = share_buffer;
@@ -39,7 +52,11 @@ fn static_and_growing_kv_caches_give_the_same_tokens_and_logits() {
         let (growing, growing_logits) = greedy(&config, &decoder, false, &prompt, 40);
         assert_eq!(shared, growing, "{name}");
         assert!(shared.len() > prompt.len() + 4, "{name}: {shared:?}");
-        let diff = shared_logits.iter().zip(&growing_logits).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let diff = shared_logits
+            .iter()
+            .zip(&growing_logits)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
         assert!(diff < 1e-4, "{name}: logits differ by {diff}");
     }
 }
@@ -63,15 +80,25 @@ fn rewind_matches_the_official_runtime() {
         for _ in 0..8 {
             g.generate_next_token().expect("step");
         }
-        assert_eq!(g.sequence(0).unwrap(), &[1, 100, 200, 300, 178, 226, 103, 305, 122, 418, 136, 87]);
+        assert_eq!(
+            g.sequence(0).unwrap(),
+            &[1, 100, 200, 300, 178, 226, 103, 305, 122, 418, 136, 87]
+        );
         g.rewind_to(7).expect("rewind");
         assert_eq!(g.sequence(0).unwrap(), &[1, 100, 200, 300, 178, 226, 103]);
         g.generate_next_token().expect("step");
-        assert_eq!(g.sequence(0).unwrap(), &[1, 100, 200, 300, 178, 226, 103, 305, 122]);
+        assert_eq!(
+            g.sequence(0).unwrap(),
+            &[1, 100, 200, 300, 178, 226, 103, 305, 122]
+        );
         assert_eq!(g.next_tokens(), &[122]);
         g.rewind_to(4).expect("rewind");
         g.append_tokens(&[5, 6]).expect("append");
         g.generate_next_token().expect("step");
-        assert_eq!(g.sequence(0).unwrap(), &[1, 100, 200, 300, 5, 6, 29], "share_buffer {share_buffer}");
+        assert_eq!(
+            g.sequence(0).unwrap(),
+            &[1, 100, 200, 300, 5, 6, 29],
+            "share_buffer {share_buffer}"
+        );
     }
 }

@@ -57,6 +57,14 @@ fn cli_greedy_sequences_equal_the_official_runtime() {
                 "{}: prompt {prompt:?}",
                 dir.display()
             );
+            if let Some(reason) = case.get("finish_reason") {
+                assert_eq!(
+                    &out["stop_reason"],
+                    reason,
+                    "{}: prompt {prompt:?}",
+                    dir.display()
+                );
+            }
         }
     }
 }
@@ -79,7 +87,10 @@ fn first_step_logits_match_the_official_runtime() {
         let expected = official_expectations(&dir).expect("expectations");
         let config = Config::load(&dir).expect("config");
         // The official references were made on CPU with the providers cleared.
-        let options = OrtOptions { device: Some(Device::Cpu), threads: None };
+        let options = OrtOptions {
+            device: Some(Device::Cpu),
+            threads: None,
+        };
         let decoder = OrtDecoder::load(&config, &options).expect("session");
         let tol = tolerance(&dir);
         for case in expected["cases"].as_array().expect("cases") {

@@ -143,7 +143,7 @@ impl Generator {
         if tokens.is_empty() {
             return Err(Error::InvalidState("append_tokens: no tokens given".into()));
         }
-        if tokens.len() % batch != 0 {
+        if !tokens.len().is_multiple_of(batch) {
             return Err(Error::BatchShape {
                 what: "append_tokens",
                 got: tokens.len(),
@@ -324,12 +324,19 @@ impl Generator {
 
     /// Appends the tokens a rewind dropped at the cut, when nothing else was appended since.
     fn restore_rewound(&mut self) -> Result<()> {
-        let Some(tokens) = self.rewound_next.take() else { return Ok(()) };
+        let Some(tokens) = self.rewound_next.take() else {
+            return Ok(());
+        };
         let requested = self.sequence_len() + 1;
         if requested > self.search.max_length {
-            return Err(Error::TooLong { requested, max_length: self.search.max_length, context_length: self.context_length });
+            return Err(Error::TooLong {
+                requested,
+                max_length: self.search.max_length,
+                context_length: self.context_length,
+            });
         }
-        for ((sequence, mask), token) in self.sequences.iter_mut().zip(&mut self.masks).zip(tokens) {
+        for ((sequence, mask), token) in self.sequences.iter_mut().zip(&mut self.masks).zip(tokens)
+        {
             sequence.push(token);
             mask.push(1);
         }

@@ -161,7 +161,16 @@ fn finished_rows_are_padded_and_trailing_pads_masked() {
 #[test]
 fn rewind_continues_from_the_token_at_the_cut_like_the_official_runtime() {
     let (decoder, config, _dir) = setup(r#"{"max_length": 10}"#);
-    let calls = || decoder.script.calls.lock().unwrap().last().cloned().unwrap();
+    let calls = || {
+        decoder
+            .script
+            .calls
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap()
+    };
     let mut g = Generator::new(&decoder, &config.model, &config.search).unwrap();
     g.append_tokens(&[0, 1]).unwrap();
     for _ in 0..3 {

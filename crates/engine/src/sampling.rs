@@ -81,7 +81,7 @@ impl Sampler {
             if p.is_finite() { p } else { 0.0 }
         }));
         let total: f32 = self.probs.iter().sum();
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return self.order[0];
         }
         self.probs.iter_mut().for_each(|p| *p /= total);

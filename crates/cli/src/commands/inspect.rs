@@ -8,8 +8,12 @@ use genai_onnx::OnnxModel;
 use serde_json::json;
 
 pub fn run(args: &InspectArgs) -> Result<()> {
-    let config = Config::load(&args.model_dir)
-        .with_context(|| format!("{}", args.model_dir.join(genai_config::CONFIG_FILE).display()))?;
+    let config = Config::load(&args.model_dir).with_context(|| {
+        format!(
+            "{}",
+            args.model_dir.join(genai_config::CONFIG_FILE).display()
+        )
+    })?;
     let path = config.decoder_path();
     let model = OnnxModel::load(&path).with_context(|| format!("loading {}", path.display()))?;
     let report = model.report();

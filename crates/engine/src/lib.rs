@@ -5,12 +5,14 @@ mod backend;
 mod error;
 mod generator;
 mod logits;
+pub mod router;
 mod sampling;
 
 pub use backend::{BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
 pub use error::Error;
 pub use generator::{Generator, GeneratorTimings};
 pub use logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};
+pub use router::{BackendKind, BackendRequest, DeviceKind, NoRoute, Route, RouteFacts, route};
 pub use sampling::{Sampler, argmax};
 
 /// Result type of this crate.

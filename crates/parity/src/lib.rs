@@ -1,0 +1,212 @@
+//! The parity harness: compares two decoders on the same model — teacher-forced per-step logits
+//! over one token stream, and free-running greedy generation — against tolerances set by the
+//! weights' precision. Used by `genai-bridge parity`, by `--verify` at load, and by tests.
+
+mod metrics;
+mod tolerance;
+
+pub use metrics::{StepMetrics, compare_logits};
+pub use tolerance::{Precision, Tolerance};
+
+use genai_config::Model;
+use genai_engine::{DecodeBackend, Decoder, Generator, StartOptions, StepInput};
+use serde::Serialize;
+
+/// What to compare.
+#[derive(Debug, Clone)]
+pub struct ParityOptions {
+    /// Prompts as token ids.
+    pub prompts: Vec<Vec<i32>>,
+    /// Tokens to generate after each prompt.
+    pub tokens: usize,
+    pub tolerance: Tolerance,
+}
+
+/// Where two free-running greedy generations first differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    pub prompt: usize,
+    /// Index into the generated tokens (0 = the first generated token).
+    pub step: usize,
+    pub a_token: Option<i32>,
+    pub b_token: Option<i32>,
+}
+
+/// The comparison's result; `pass` is the verdict against the tolerance.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParityReport {
+    pub pass: bool,
+    pub precision: Precision,
+    pub tolerance: Tolerance,
+    pub steps: usize,
+    pub max_abs_logit_diff: f32,
+    pub max_rel_logit_diff: f32,
+    pub top1_agreement: f64,
+    pub top5_overlap: f64,
+    pub kl_max: f64,
+    pub kl_mean: f64,
+    /// First divergence of the free-running greedy comparison; `None` when identical.
+    pub first_divergence: Option<Divergence>,
+    /// Why the verdict is a failure (empty on pass).
+    pub failures: Vec<String>,
+}
+
+/// Parity failed to run (not: parity ran and failed).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Engine(#[from] genai_engine::Error),
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Compares decoder `b` against decoder `a` (the reference).
+pub fn compare(
+    a: &dyn Decoder,
+    b: &dyn Decoder,
+    model: &Model,
+    options: &ParityOptions,
+) -> Result<ParityReport, Error> {
+    if a.vocab_size() != b.vocab_size() {
+        return Err(Error::Input(format!(
+            "vocabularies differ: {} vs {}",
+            a.vocab_size(),
+            b.vocab_size()
+        )));
+    }
+    if options.prompts.is_empty() || options.prompts.iter().any(Vec::is_empty) {
+        return Err(Error::Input(
+            "parity needs at least one non-empty prompt".into(),
+        ));
+    }
+    let mut steps = Vec::new();
+    let mut first_divergence = None;
+    for (index, prompt) in options.prompts.iter().enumerate() {
+        let max_length = (prompt.len() + options.tokens).min(model.context_length);
+        let stream_a = greedy(a, model, prompt, max_length)?;
+        let stream_b = greedy(b, model, prompt, max_length)?;
+        if first_divergence.is_none() {
+            first_divergence =
+                divergence(index, &stream_a[prompt.len()..], &stream_b[prompt.len()..]);
+        }
+        steps.extend(teacher_forced(
+            a,
+            b,
+            prompt,
+            &stream_a[prompt.len()..],
+            max_length,
+        )?);
+    }
+    Ok(summarize(&steps, first_divergence, options.tolerance))
+}
+
+/// Greedy generation; the returned ids include the prompt and any final EOS.
+fn greedy(
+    decoder: &dyn Decoder,
+    model: &Model,
+    prompt: &[i32],
+    max_length: usize,
+) -> Result<Vec<i32>, Error> {
+    let mut search = genai_config::Search {
+        max_length,
+        ..Default::default()
+    };
+    search.past_present_share_buffer = true;
+    let mut generator = Generator::new(decoder, model, &search)?;
+    generator.append_tokens(prompt)?;
+    while !generator.is_done() {
+        generator.generate_next_token()?;
+    }
+    let mut ids = generator.sequence(0).unwrap_or_default().to_vec();
+    if generator.finished_by_eos() {
+        ids.extend_from_slice(generator.next_tokens());
+    }
+    Ok(ids)
+}
+
+fn divergence(prompt: usize, a: &[i32], b: &[i32]) -> Option<Divergence> {
+    let step = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))?;
+    Some(Divergence {
+        prompt,
+        step,
+        a_token: a.get(step).copied(),
+        b_token: b.get(step).copied(),
+    })
+}
+
+/// Feeds the prompt and then `forced` one token at a time through both decoders, comparing the
+/// logits after every forward pass.
+fn teacher_forced(
+    a: &dyn Decoder,
+    b: &dyn Decoder,
+    prompt: &[i32],
+    forced: &[i32],
+    max_length: usize,
+) -> Result<Vec<StepMetrics>, Error> {
+    let options = StartOptions {
+        batch: 1,
+        max_length,
+        past_present_share_buffer: true,
+    };
+    let mut state_a = a.start(&options)?;
+    let mut state_b = b.start(&options)?;
+    let mut metrics = Vec::new();
+    let mut fed = prompt.to_vec();
+    let mut new = prompt.len();
+    // The last forced token is only ever sampled, never fed (it may be an EOS at max_length).
+    for next in forced.iter().map(Some).chain([None]) {
+        if fed.len() > max_length {
+            break;
+        }
+        let la = step(state_a.as_mut(), &fed, new)?;
+        let lb = step(state_b.as_mut(), &fed, new)?;
+        metrics.push(compare_logits(&la, &lb));
+        let Some(&token) = next else { break };
+        if fed.len() == max_length {
+            break;
+        }
+        fed.push(token);
+        new = 1;
+    }
+    Ok(metrics)
+}
+
+fn step(state: &mut dyn DecodeBackend, fed: &[i32], new: usize) -> Result<Vec<f32>, Error> {
+    let mask = vec![1i64; fed.len()];
+    let input = StepInput {
+        tokens: &fed[fed.len() - new..],
+        new_len: new,
+        attention_mask: &mask,
+        total_len: fed.len(),
+    };
+    Ok(state.forward(&input)?)
+}
+
+fn summarize(
+    steps: &[StepMetrics],
+    first_divergence: Option<Divergence>,
+    tolerance: Tolerance,
+) -> ParityReport {
+    let n = steps.len().max(1) as f64;
+    let max_abs = steps.iter().map(|s| s.max_abs).fold(0.0, f32::max);
+    let max_rel = steps.iter().map(|s| s.max_rel).fold(0.0, f32::max);
+    let top1 = steps.iter().filter(|s| s.top1_equal).count() as f64 / n;
+    let top5 = steps.iter().map(|s| s.top5_overlap).sum::<f64>() / n;
+    let kl_max = steps.iter().map(|s| s.kl).fold(0.0, f64::max);
+    let kl_mean = steps.iter().map(|s| s.kl).sum::<f64>() / n;
+    let failures = tolerance.check(max_abs, top1, kl_max, first_divergence.is_some());
+    ParityReport {
+        pass: failures.is_empty(),
+        precision: tolerance.precision,
+        tolerance,
+        steps: steps.len(),
+        max_abs_logit_diff: max_abs,
+        max_rel_logit_diff: max_rel,
+        top1_agreement: top1,
+        top5_overlap: top5,
+        kl_max,
+        kl_mean,
+        first_divergence,
+        failures,
+    }
+}

@@ -1,0 +1,99 @@
+//! Tolerances by weight precision: how far a backend may stray from the reference.
+//!
+//! | precision | max abs logit diff | top-1 agreement | max KL | greedy tokens |
+//! |-----------|--------------------|-----------------|--------|---------------|
+//! | fp32      | 1e-4               | 100%            | 1e-6   | identical     |
+//! | fp16      | 5e-2               | ≥ 99%           | 1e-2   | may diverge   |
+//! | bf16      | 1e-1               | ≥ 99%           | 2e-2   | may diverge   |
+//! | int4      | 5e-2               | ≥ 99%           | 1e-2   | identical     |
+//!
+//! fp32 differs only by summation order. Half precisions round every intermediate, so a
+//! near-tie may flip one token and the sequences then diverge. int4 backends that follow ONNX
+//! Runtime's MatMulNBits quantization of activations agree closely; greedy tokens must match.
+
+use serde::Serialize;
+
+/// The weights' precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Fp32,
+    Fp16,
+    Bf16,
+    Int4,
+}
+
+/// Limits for a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Tolerance {
+    pub precision: Precision,
+    pub max_abs_logit_diff: f32,
+    pub min_top1_agreement: f64,
+    pub max_kl: f64,
+    /// Whether the free-running greedy sequences must be identical.
+    pub identical_tokens: bool,
+}
+
+impl Tolerance {
+    /// The documented tolerance for a precision.
+    pub fn for_precision(precision: Precision) -> Self {
+        let (max_abs_logit_diff, min_top1_agreement, max_kl, identical_tokens) = match precision {
+            Precision::Fp32 => (1e-4, 1.0, 1e-6, true),
+            Precision::Fp16 => (5e-2, 0.99, 1e-2, false),
+            Precision::Bf16 => (1e-1, 0.99, 2e-2, false),
+            Precision::Int4 => (5e-2, 0.99, 1e-2, true),
+        };
+        Tolerance {
+            precision,
+            max_abs_logit_diff,
+            min_top1_agreement,
+            max_kl,
+            identical_tokens,
+        }
+    }
+
+    /// Every limit the measurements break.
+    pub fn check(&self, max_abs: f32, top1: f64, kl_max: f64, diverged: bool) -> Vec<String> {
+        let mut failures = Vec::new();
+        if max_abs.is_nan() || max_abs > self.max_abs_logit_diff {
+            failures.push(format!(
+                "max abs logit diff {max_abs:e} > {:e}",
+                self.max_abs_logit_diff
+            ));
+        }
+        if top1 < self.min_top1_agreement {
+            failures.push(format!(
+                "top-1 agreement {:.2}% < {:.2}%",
+                top1 * 100.0,
+                self.min_top1_agreement * 100.0
+            ));
+        }
+        if kl_max.is_nan() || kl_max > self.max_kl {
+            failures.push(format!("max KL {kl_max:e} > {:e}", self.max_kl));
+        }
+        if diverged && self.identical_tokens {
+            failures.push("greedy sequences diverge".into());
+        }
+        failures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_is_enforced() {
+        let t = Tolerance::for_precision(Precision::Fp32);
+        assert!(t.check(5e-5, 1.0, 1e-7, false).is_empty());
+        assert_eq!(t.check(2e-4, 1.0, 1e-7, false).len(), 1);
+        assert_eq!(t.check(5e-5, 0.98, 1e-7, false).len(), 1);
+        assert_eq!(t.check(5e-5, 1.0, 1e-3, true).len(), 2);
+        assert_eq!(t.check(f32::NAN, 1.0, 0.0, false).len(), 1);
+        let h = Tolerance::for_precision(Precision::Fp16);
+        assert!(
+            h.check(1e-2, 0.995, 1e-3, true).is_empty(),
+            "fp16 may diverge"
+        );
+    }
+}

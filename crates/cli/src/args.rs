@@ -19,6 +19,8 @@ pub enum Command {
     Chat(ChatArgs),
     /// Describe a model folder: config, graph inputs and outputs, ops, weights.
     Inspect(InspectArgs),
+    /// Measure load time, prefill and decode speed, and peak memory.
+    Bench(BenchArgs),
 }
 
 /// Which decoder runs the model.
@@ -122,6 +124,25 @@ pub struct ChatArgs {
 pub struct InspectArgs {
     /// Model folder.
     pub model_dir: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[arg(long, default_value_t = 128)]
+    pub prompt_tokens: usize,
+    #[arg(long, default_value_t = 64)]
+    pub decode_tokens: usize,
+    /// Measured runs after one warm-up run.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Seed of the random prompt.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// One JSON line instead of text.
     #[arg(long)]
     pub json: bool,
 }

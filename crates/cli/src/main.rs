@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod load;
+mod machine;
 mod progress;
 
 use args::{Cli, Command};
@@ -15,6 +16,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => commands::generate::run(&args),
         Command::Chat(args) => commands::chat::run(&args),
         Command::Inspect(args) => commands::inspect::run(&args),
+        Command::Bench(args) => commands::bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,8 @@ pub(crate) struct TokenizerConfig {
     pub chat_template: Option<String>,
     /// Special token strings by template variable name (`bos_token`, `eos_token`, ...).
     pub special_tokens: Vec<(&'static str, String)>,
+    /// `tokenizer_class`, e.g. "LlamaTokenizer".
+    pub tokenizer_class: Option<String>,
 }
 
 /// The special token names HF passes to chat templates.
@@ -34,9 +36,9 @@ impl TokenizerConfig {
                 message,
             })?;
         }
-        // Like transformers, a chat_template.jinja file takes precedence over the config entry.
-        if let Some(template) = read_optional(&dir.join("chat_template.jinja"))? {
-            config.chat_template = Some(template);
+        // As in onnxruntime-genai 0.18, a template in tokenizer_config.json wins over the file.
+        if config.chat_template.is_none() {
+            config.chat_template = read_optional(&dir.join("chat_template.jinja"))?;
         }
         Ok(config)
     }
@@ -64,9 +66,11 @@ impl TokenizerConfig {
                 Some(_) => return Err(format!("{key} is neither a string nor an object")),
             }
         }
+        let tokenizer_class = obj.get("tokenizer_class").and_then(Json::as_str);
         Ok(Self {
             chat_template,
             special_tokens,
+            tokenizer_class: tokenizer_class.map(str::to_owned),
         })
     }
 }
@@ -83,6 +87,15 @@ fn default_from_list(list: &[Json]) -> Result<Option<String>, String> {
         }
     }
     Ok(None)
+}
+
+impl TokenizerConfig {
+    /// The runtime's model name: the tokenizer class up to "Tokenizer" (or "Backend").
+    pub fn model_name(&self) -> &str {
+        let class = self.tokenizer_class.as_deref().unwrap_or_default();
+        let end = class.find("Tokenizer").or_else(|| class.find("Backend"));
+        &class[..end.unwrap_or(class.len())]
+    }
 }
 
 /// The file's text, or None when it does not exist.

@@ -4,16 +4,30 @@
 //! Conventions (those of ONNX Runtime GenAI): `encode` adds no special tokens (no BOS), `decode`
 //! skips special tokens, batch encoding pads on the right with the `pad_token_id` of
 //! genai_config.json, and token ids are `i32`.
+//!
+//! BPE tokenizers follow the rules of the runtime's own tokenizer (onnxruntime-extensions), not
+//! those of the `tokenizers` library where the two differ (modules `model`, `encoder`, `spm`,
+//! `bytelevel`, `pretok`, `bpe` and `detok` say how). The text given to `encode` ends at its
+//! first NUL, as a C string would.
 
+mod bpe;
+mod bytelevel;
 mod chat;
 mod config;
+mod detok;
+mod encoder;
 mod error;
+mod model;
+mod pretok;
 mod pyfmt;
+mod spm;
 mod stream;
 mod strftime;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::Path;
+
+use model::Kind;
 
 pub use error::Error;
 pub use stream::StreamDecoder;
@@ -32,8 +46,11 @@ pub struct SpecialTokens {
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     special: SpecialTokens,
-    /// Ids of added tokens flagged special: decode skips them.
-    skipped_ids: HashSet<u32>,
+    /// Added tokens: whether each is special (decode skips those).
+    added: HashMap<u32, bool>,
+    kind: Kind,
+    /// The runtime's encoder, for BPE models (else the `tokenizers` library encodes).
+    encoder: Option<encoder::Encoder>,
     vocab_size: usize,
     chat_template: Option<String>,
     /// Template variables such as `bos_token`, with their strings.
@@ -45,28 +62,38 @@ impl Tokenizer {
     /// `tokenizer_config.json` and `chat_template.jinja` are optional.
     pub fn from_dir(model_dir: &Path, special: SpecialTokens) -> Result<Self, Error> {
         let path = model_dir.join("tokenizer.json");
-        let Some(json) = config::read_optional(&path)? else {
+        let Some(text) = config::read_optional(&path)? else {
             return Err(Error::MissingFile { path });
         };
-        let inner =
-            tokenizers::Tokenizer::from_bytes(json.as_bytes()).map_err(|e| Error::InvalidFile {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+        let invalid = |message: String| Error::InvalidFile {
+            path: path.clone(),
+            message,
+        };
+        let mut json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         let config = config::TokenizerConfig::load(model_dir)?;
-        Ok(Self::new(inner, special, config))
+        let kind = model::kind(&json, config.model_name() == "Gemma");
+        let encoder = encoder::Encoder::new(&json, &kind, config.model_name()).map_err(invalid)?;
+        if kind != Kind::Other {
+            // The runtime applies no normalizer to BPE models.
+            json["normalizer"] = serde_json::Value::Null;
+        }
+        let inner: tokenizers::Tokenizer =
+            serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
+        Ok(Self::new(inner, special, config, kind, encoder))
     }
 
     fn new(
         inner: tokenizers::Tokenizer,
         special: SpecialTokens,
         config: config::TokenizerConfig,
+        kind: Kind,
+        encoder: Option<encoder::Encoder>,
     ) -> Self {
-        let skipped_ids = inner
+        let added = inner
             .get_added_tokens_decoder()
             .into_iter()
-            .filter(|(_, token)| token.special)
-            .map(|(id, _)| id)
+            .map(|(id, token)| (id, token.special))
             .collect();
         let vocab_size = inner.get_vocab_size(true);
         let mut template_tokens = config.special_tokens;
@@ -87,7 +114,9 @@ impl Tokenizer {
         Self {
             inner,
             special,
-            skipped_ids,
+            added,
+            kind,
+            encoder,
             vocab_size,
             chat_template: config.chat_template,
             template_tokens,
@@ -96,13 +125,18 @@ impl Tokenizer {
 
     /// Token ids of `text`, without any special tokens added.
     pub fn encode(&self, text: &str) -> Result<Vec<i32>, Error> {
-        let encoding = self.inner.encode(text, false).map_err(|e| Error::Encode {
-            message: e.to_string(),
-        })?;
-        encoding
-            .get_ids()
-            .iter()
-            .map(|&id| {
+        let text = text.split('\0').next().unwrap_or_default();
+        let ids = match &self.encoder {
+            Some(encoder) => encoder.encode(text),
+            None => {
+                let encoding = self.inner.encode(text, false).map_err(|e| Error::Encode {
+                    message: e.to_string(),
+                })?;
+                encoding.get_ids().to_vec()
+            }
+        };
+        ids.into_iter()
+            .map(|id| {
                 i32::try_from(id).map_err(|_| Error::InvalidTokenId {
                     id: i64::from(id),
                     vocab_size: self.vocab_size,
@@ -161,7 +195,7 @@ impl Tokenizer {
         StreamDecoder::new(self)
     }
 
-    /// The model's chat template (from chat_template.jinja or tokenizer_config.json), if any.
+    /// The model's chat template (from tokenizer_config.json, else chat_template.jinja), if any.
     pub fn chat_template(&self) -> Option<&str> {
         self.chat_template.as_deref()
     }
@@ -202,14 +236,41 @@ impl Tokenizer {
 
     /// Whether decode skips this (already checked) id.
     pub(crate) fn is_skipped(&self, id: u32) -> bool {
-        self.skipped_ids.contains(&id)
+        self.added.get(&id) == Some(&true)
+    }
+
+    /// Whether decoding follows the runtime's byte-wise rules ([`detok`]) rather than the
+    /// `tokenizers` library's decoders.
+    pub(crate) fn decodes_bytes(&self) -> bool {
+        self.kind != Kind::Other
+    }
+
+    /// Appends the bytes of one (already checked) id, as [`detok::push_token`] does.
+    pub(crate) fn push_bytes(&self, id: u32, after_special: &mut bool, out: &mut Vec<u8>) {
+        let piece = self.inner.id_to_token(id).unwrap_or_default();
+        let token = match self.added.get(&id) {
+            Some(true) => detok::Token::Special,
+            Some(false) => detok::Token::Added(&piece),
+            None => detok::Token::Piece(&piece),
+        };
+        detok::push_token(&self.kind, token, after_special, out);
     }
 
     /// Decodes ids already known to be in the vocabulary.
     pub(crate) fn decode_checked(&self, ids: &[u32]) -> Result<String, Error> {
-        self.inner.decode(ids, true).map_err(|e| Error::Decode {
-            message: e.to_string(),
-        })
+        if !self.decodes_bytes() {
+            return self.inner.decode(ids, true).map_err(|e| Error::Decode {
+                message: e.to_string(),
+            });
+        }
+        if ids.is_empty() {
+            return Ok(String::new());
+        }
+        let (mut bytes, mut after_special) = (Vec::new(), false);
+        for &id in ids {
+            self.push_bytes(id, &mut after_special, &mut bytes);
+        }
+        Ok(detok::finish(&bytes))
     }
 }
 

@@ -64,16 +64,23 @@ fn template_list_and_jinja_file_are_found() {
         "default system"
     );
 
-    let dir = common::model_dir(&[
-        (
-            "tokenizer.json",
-            common::sp_tokenizer_json(SpStyle::Llama).to_string(),
-        ),
-        ("tokenizer_config.json", config.to_string()),
-        ("chat_template.jinja", "from file".to_owned()),
-    ]);
-    let tok = Tokenizer::from_dir(dir.path(), common::sp_special()).unwrap();
-    assert_eq!(tok.chat_template(), Some("from file"));
+    // Like onnxruntime-genai 0.18: tokenizer_config.json's template wins over the file, which
+    // is used when the config has none.
+    for (config, expected) in [
+        (config, "default {{ messages[0].role }}"),
+        (json!({"bos_token": "<s>"}), "from file"),
+    ] {
+        let dir = common::model_dir(&[
+            (
+                "tokenizer.json",
+                common::sp_tokenizer_json(SpStyle::Llama).to_string(),
+            ),
+            ("tokenizer_config.json", config.to_string()),
+            ("chat_template.jinja", "from file".to_owned()),
+        ]);
+        let tok = Tokenizer::from_dir(dir.path(), common::sp_special()).unwrap();
+        assert_eq!(tok.chat_template(), Some(expected));
+    }
 
     let none = sp_tokenizer(SpStyle::Llama, None);
     let err = none

@@ -54,17 +54,20 @@ fn sentencepiece_encode_adds_no_bos_and_round_trips() {
         let tok = sp_tokenizer(style, None);
         let hello = tok.token_to_id("▁hello").unwrap();
         let world = tok.token_to_id("▁world").unwrap();
-        assert_eq!(
-            tok.encode("hello world").unwrap(),
-            vec![hello, world],
-            "{style:?}"
-        );
+        let space = tok.token_to_id("▁").unwrap();
+        // Only a decoder that strips a leading space (Llama's Strip) makes the runtime add the
+        // dummy "▁" prefix; a Metaspace decoder without add_prefix_space does not.
+        let id = |t: &str| tok.token_to_id(t).unwrap();
+        let (prefix, expected) = match style {
+            SpStyle::Llama => (" ", vec![hello, world]),
+            SpStyle::Metaspace => ("", vec![id("h"), id("ell"), id("o"), world]),
+        };
+        assert_eq!(tok.encode("hello world").unwrap(), expected, "{style:?}");
         // "é" is not in the vocabulary: two byte-fallback tokens.
         let ids = tok.encode("hello é").unwrap();
-        let space = tok.token_to_id("▁").unwrap();
         assert_eq!(
-            ids,
-            vec![hello, space, BYTE0 + 0xC3, BYTE0 + 0xA9],
+            ids[ids.len() - 3..],
+            [space, BYTE0 + 0xC3, BYTE0 + 0xA9],
             "{style:?}"
         );
         for text in ["hello world", "héllo wörld", "日本 🎉 ok"] {
@@ -74,15 +77,58 @@ fn sentencepiece_encode_adds_no_bos_and_round_trips() {
                 Some(&BOS),
                 "{style:?}: encode must not add BOS"
             );
-            assert_eq!(tok.decode(&ids).unwrap(), text, "{style:?}");
+            // The runtime keeps the leading space of the first piece.
+            assert_eq!(
+                tok.decode(&ids).unwrap(),
+                format!("{prefix}{text}"),
+                "{style:?}"
+            );
         }
-        // Decode skips special tokens.
+        // Decode skips special tokens; after one, the dummy prefix's space goes.
+        let expected = if style == SpStyle::Llama {
+            "helloworld"
+        } else {
+            " hello world"
+        };
         assert_eq!(
-            tok.decode(&[BOS, hello, EOS]).unwrap(),
-            "hello",
+            tok.decode(&[BOS, hello, EOS, world]).unwrap(),
+            expected,
             "{style:?}"
         );
     }
+}
+
+#[test]
+fn decode_follows_the_runtime_utf8_rules() {
+    let tok = sp_tokenizer(SpStyle::Llama, None);
+    let hello = tok.token_to_id("▁hello").unwrap();
+    let byte = |b: i32| BYTE0 + b;
+    // Cut at the first invalid or incomplete sequence, with one U+FFFD for all the rest.
+    let cases: [(&[i32], &str); 9] = [
+        (&[hello, byte(0x80), hello, byte(0x80)], " hello\u{FFFD}"),
+        (&[hello, byte(0xE2), byte(0x82)], " hello\u{FFFD}"),
+        (&[hello, byte(0xE2), byte(0x82), byte(0xAC)], " hello€"),
+        // U+FFFF is rejected, as are overlong forms.
+        (
+            &[hello, byte(0xEF), byte(0xBF), byte(0xBF)],
+            " hello\u{FFFD}",
+        ),
+        (&[byte(0xC0), byte(0x80)], "\u{FFFD}"),
+        // A NUL ends the text (a C string); at the very start that leaves nothing: U+FFFD.
+        (&[hello, byte(0), hello], " hello"),
+        (&[byte(0), hello], "\u{FFFD}"),
+        // Only special tokens: empty text, which the runtime reports as U+FFFD.
+        (&[BOS, EOS], "\u{FFFD}"),
+        (&[], ""),
+    ];
+    for (ids, expected) in cases {
+        assert_eq!(tok.decode(ids).unwrap(), expected, "{ids:?}");
+    }
+    // Encode reads the text up to its first NUL.
+    assert_eq!(
+        tok.encode("hello\0world").unwrap(),
+        tok.encode("hello").unwrap()
+    );
 }
 
 #[test]

@@ -74,6 +74,17 @@ fn expect_eq(failures: &mut Vec<String>, what: String, got: &str, want: &str) {
     }
 }
 
+/// The streamed text of `ids`: the chunks of a [`genai_tokenizer::StreamDecoder`], joined.
+fn streamed(tok: &Tokenizer, ids: &[i32]) -> String {
+    let mut stream = tok.stream();
+    let mut text = String::new();
+    for &id in ids {
+        text.push_str(&stream.push(id).unwrap().unwrap_or_default());
+    }
+    text.push_str(&stream.flush().unwrap().unwrap_or_default());
+    text
+}
+
 /// Checks one folder, adding mismatches to `failures`; returns the number of cases checked.
 fn check_folder(dir: &Path, failures: &mut Vec<String>) -> usize {
     let name = dir
@@ -82,34 +93,45 @@ fn check_folder(dir: &Path, failures: &mut Vec<String>) -> usize {
     let expected = read_json(&dir.join(EXPECTED));
     let tok = Tokenizer::from_dir(dir, special_tokens(dir))
         .unwrap_or_else(|e| panic!("{name}: load failed: {e}"));
+    let mut check = |what: String, got: &str, want: &str| expect_eq(failures, what, got, want);
     let mut checked = 0;
     let cases = expected["tokenizer"].as_array().expect("tokenizer cases");
     assert!(!cases.is_empty(), "{name}: no tokenizer cases");
-    for case in cases {
-        let (text, ids) = (str_of(case, "text"), ids_of(case));
-        let got = format!("{:?}", tok.encode(text).unwrap());
-        expect_eq(
-            failures,
-            format!("{name}: encode {text:?}"),
-            &got,
-            &format!("{ids:?}"),
+    let decode_cases = expected["decode_cases"].as_array().into_iter().flatten();
+    for case in cases.iter().chain(decode_cases) {
+        let (ids, want) = (ids_of(case), str_of(case, "decoded"));
+        if let Some(text) = case["text"].as_str() {
+            let got = format!("{:?}", tok.encode(text).unwrap());
+            check(
+                format!("{name}: encode {text:?}"),
+                &got,
+                &format!("{ids:?}"),
+            );
+        }
+        check(
+            format!("{name}: decode {ids:?}"),
+            &tok.decode(&ids).unwrap(),
+            want,
         );
-        let decoded = tok.decode(&ids).unwrap();
-        let want = str_of(case, "decoded");
-        expect_eq(
-            failures,
-            format!("{name}: decode of {text:?}"),
-            &decoded,
+        check(
+            format!("{name}: stream {ids:?}"),
+            &streamed(&tok, &ids),
             want,
         );
         checked += 1;
     }
-    for case in expected["decode_cases"].as_array().into_iter().flatten() {
-        let ids = ids_of(case);
-        let decoded = tok.decode(&ids).unwrap();
-        let want = str_of(case, "decoded");
-        expect_eq(failures, format!("{name}: decode {ids:?}"), &decoded, want);
-        checked += 1;
+    if let Some(special) = expected.get("tokenizer_special_ids") {
+        let ours = tok.special_tokens();
+        let got = format!("{:?} {:?} {}", ours.bos, ours.eos, ours.pad);
+        let want = format!(
+            "{:?} {:?} {}",
+            special["bos_token_id"]
+                .as_i64()
+                .map(|id| i32::try_from(id).expect("i32 id")),
+            ids_of(&serde_json::json!({"ids": special["eos_token_ids"]})),
+            special["pad_token_id"]
+        );
+        check(format!("{name}: special ids"), &got, &want);
     }
     if let Some(output) = expected.get("chat_template_output") {
         let messages = expected["chat_template_messages"].to_string();
@@ -117,7 +139,7 @@ fn check_folder(dir: &Path, failures: &mut Vec<String>) -> usize {
             .apply_chat_template(None, &messages, None, true)
             .unwrap();
         let want = output.as_str().expect("chat_template_output is a string");
-        expect_eq(failures, format!("{name}: chat template"), &rendered, want);
+        check(format!("{name}: chat template"), &rendered, want);
         checked += 1;
     }
     checked

@@ -45,6 +45,9 @@ pub fn run(args: &ChatArgs) -> Result<()> {
         let mut reply = String::new();
         while !generator.is_done() {
             generator.generate_next_token()?;
+            if generator.finished_by_eos() {
+                break;
+            }
             if let Some(piece) = stream.push(generator.next_tokens()[0])? {
                 reply.push_str(&piece);
                 write!(stdout, "{piece}")?;

@@ -44,7 +44,8 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     while !generator.is_done() {
         generator.generate_next_token()?;
-        if !args.json {
+        // A final EOS is not part of the sequence, and is not printed.
+        if !args.json && !generator.finished_by_eos() {
             let token = generator.next_tokens()[0];
             if let Some(piece) = stream.push(token)? {
                 write!(stdout, "{piece}")?;

@@ -33,7 +33,7 @@ pub fn gpt2() -> Tokenizer {
 }
 
 /// Which decoder set-up the SentencePiece-style tokenizer uses.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpStyle {
     /// Llama 2: Prepend/Replace normalizer; Replace + ByteFallback + Fuse + Strip decoders.
     Llama,

@@ -72,6 +72,10 @@ pub enum Table {
     Dense(Tensor),
     /// com.microsoft GatherBlockQuantized: 4-bit rows quantized in blocks along the width.
     Int4(Int4Weight),
+    /// Added by the front end: the table stored transposed, `[width, rows]`, and read through a
+    /// `Transpose` (the builder's tied float embeddings: `Gather(Transpose(lm_head weight))`,
+    /// where the lm_head weight is MatMul's B `[hidden, vocab]`). Row `r` is column `r`.
+    Transposed(Tensor),
 }
 
 /// One decoder layer.
@@ -123,22 +127,47 @@ pub struct Attention {
 }
 
 /// The q, k, v projections.
+// Plain (unboxed) variants keep the plan easy to match on; it is built once per model.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Qkv {
     /// One projection whose output is `[q | k | v]` with these widths.
-    Fused { linear: Linear, q: usize, k: usize, v: usize },
-    Separate { q: Linear, k: Linear, v: Linear },
+    Fused {
+        linear: Linear,
+        q: usize,
+        k: usize,
+        v: usize,
+    },
+    Separate {
+        q: Linear,
+        k: Linear,
+        v: Linear,
+    },
 }
 
 /// The feed-forward block.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Mlp {
     /// down(act(gate(x)) * up(x))
-    Gated { gate: Linear, up: Linear, down: Linear, activation: Activation },
+    Gated {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+        activation: Activation,
+    },
     /// One projection whose output is `[gate | up]`, each `width` wide (phi3).
-    GatedFused { gate_up: Linear, width: usize, down: Linear, activation: Activation },
+    GatedFused {
+        gate_up: Linear,
+        width: usize,
+        down: Linear,
+        activation: Activation,
+    },
     /// down(act(up(x)))
-    Plain { up: Linear, down: Linear, activation: Activation },
+    Plain {
+        up: Linear,
+        down: Linear,
+        activation: Activation,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -173,6 +202,11 @@ pub enum Weight {
 /// 4-bit block-quantized weight in ONNX Runtime's MatMulNBits layout: `packed` uint8
 /// `[n, ceil(k / block_size), block_size / 2]`, `scales` `[n, blocks]`, optional packed
 /// `zero_points` (default 8).
+///
+/// Front-end notes: `scales` may also be stored flat, `[n * blocks]` (its `dims` say which), and
+/// `zero_points` likewise `[n, ceil(blocks / 2)]` or flat, two per byte, low nibble first. As a
+/// [`Table::Int4`] (GatherBlockQuantized) `n` is the rows, `k` the unpadded width (a padded last
+/// block is sliced off) and `accuracy_level` is 0.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Int4Weight {
     pub packed: String,

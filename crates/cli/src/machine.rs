@@ -58,7 +58,11 @@ pub fn precision(config: &Config) -> String {
     match genai_onnx::OnnxModel::load(&config.decoder_path()) {
         Ok(model) => {
             let report = model.report();
-            if report.op_histogram.iter().any(|op| op.op_type == "MatMulNBits") {
+            if report
+                .op_histogram
+                .iter()
+                .any(|op| op.op_type == "MatMulNBits")
+            {
                 return "int4".into();
             }
             let largest = report.weights.iter().max_by_key(|w| w.bytes);

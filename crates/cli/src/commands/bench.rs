@@ -38,16 +38,26 @@ struct BenchResult {
 
 pub fn run(args: &BenchArgs) -> Result<()> {
     let loaded = load::load(&args.run)?;
-    let vocab = loaded.config.model.vocab_size.min(loaded.decoder.vocab_size()).max(1);
+    let vocab = loaded
+        .config
+        .model
+        .vocab_size
+        .min(loaded.decoder.vocab_size())
+        .max(1);
     let total = args.prompt_tokens + args.decode_tokens;
-    anyhow::ensure!(args.prompt_tokens > 0 && args.decode_tokens > 0, "--prompt-tokens and --decode-tokens must be positive");
+    anyhow::ensure!(
+        args.prompt_tokens > 0 && args.decode_tokens > 0,
+        "--prompt-tokens and --decode-tokens must be positive"
+    );
     anyhow::ensure!(
         total <= loaded.config.model.context_length,
         "{total} tokens exceed the model's context_length {}",
         loaded.config.model.context_length
     );
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
-    let prompt: Vec<i32> = (0..args.prompt_tokens).map(|_| rng.random_range(0..vocab as i32)).collect();
+    let prompt: Vec<i32> = (0..args.prompt_tokens)
+        .map(|_| rng.random_range(0..vocab as i32))
+        .collect();
     let mut search = loaded.config.search.clone();
     search.max_length = total;
     search.do_sample = false;
@@ -118,7 +128,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             result.decode_ms_median,
             result.decode_ms_p90,
             result.load_ms,
-            result.peak_rss_mb.map_or("n/a".into(), |m| format!("{m:.0} MB"))
+            result
+                .peak_rss_mb
+                .map_or("n/a".into(), |m| format!("{m:.0} MB"))
         );
     }
     Ok(())

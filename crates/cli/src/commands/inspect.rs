@@ -17,6 +17,7 @@ pub fn run(args: &InspectArgs) -> Result<()> {
     let path = config.decoder_path();
     let model = OnnxModel::load(&path).with_context(|| format!("loading {}", path.display()))?;
     let report = model.report();
+    let plan = genai_frontend::lift(&model, &config);
     let decoder = &config.model.decoder;
     if args.json {
         let output = json!({
@@ -35,6 +36,10 @@ pub fn run(args: &InspectArgs) -> Result<()> {
                 "unsupported": config.unsupported,
             },
             "graph": report,
+            "plan": match &plan {
+                Ok(plan) => json!({ "lifted": true, "plan": plan, "summary": plan.summary() }),
+                Err(why) => json!({ "lifted": false, "node": why.node, "op_type": why.op_type, "reason": why.reason }),
+            },
         });
         println!("{}", serde_json::to_string_pretty(&output)?);
         return Ok(());
@@ -55,5 +60,12 @@ pub fn run(args: &InspectArgs) -> Result<()> {
         println!("not run by genai-bridge: {section}");
     }
     println!("{report}");
+    match &plan {
+        Ok(plan) => println!(
+            "decoder plan (native backend can run it):\n{}",
+            plan.summary()
+        ),
+        Err(why) => println!("not liftable to a decoder plan (ONNX Runtime only): {why}"),
+    }
     Ok(())
 }

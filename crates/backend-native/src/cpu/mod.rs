@@ -1,0 +1,10 @@
+//! The CPU side of the native backend.
+
+mod decoder;
+mod forward;
+pub mod kernels;
+mod model;
+pub mod threads;
+mod weights;
+
+pub use decoder::{CpuDecoder, CpuOptions};

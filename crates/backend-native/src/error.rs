@@ -1,0 +1,62 @@
+//! The crate's error type: shape and argument problems are reported, never panicked on.
+
+/// What went wrong in a kernel call or while preparing weights.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A buffer does not have the length its shape implies.
+    #[error("{what}: expected {expected} elements, got {got}")]
+    Length {
+        /// Which argument.
+        what: &'static str,
+        /// The length the other arguments imply.
+        expected: usize,
+        /// The length passed.
+        got: usize,
+    },
+    /// An argument is out of its valid range or inconsistent with the others.
+    #[error("{what}: {why}")]
+    Invalid {
+        /// Which argument.
+        what: &'static str,
+        /// Why it is rejected.
+        why: String,
+    },
+    /// A weight the plan names is missing or malformed in the model.
+    #[error("model weight {what}: {message}")]
+    Model {
+        /// The initializer.
+        what: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The worker threads could not be started.
+    #[error("thread pool: {0}")]
+    ThreadPool(String),
+}
+
+/// Checks that `got == expected`, naming the argument otherwise.
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(Error::Length {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// An [`Error::Invalid`] for `what`.
+pub(crate) fn invalid(what: &'static str, why: impl Into<String>) -> Error {
+    Error::Invalid {
+        what,
+        why: why.into(),
+    }
+}
+
+/// `a * b`, or an error naming `what` when the product overflows `usize`.
+pub(crate) fn mul(what: &'static str, a: usize, b: usize) -> Result<usize, Error> {
+    a.checked_mul(b)
+        .ok_or_else(|| invalid(what, format!("size {a} x {b} overflows")))
+}

@@ -50,6 +50,17 @@ pub fn ensure_loaded() -> Result<&'static Loaded, Error> {
         })
 }
 
+/// Whether the loaded library has the CUDA execution provider (loading it if needed).
+pub fn cuda_available() -> Result<(), String> {
+    use ort::ep::ExecutionProvider;
+    ensure_loaded().map_err(|e| e.to_string())?;
+    match ort::ep::CUDA::is_available() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("the loaded ONNX Runtime has no CUDA execution provider".into()),
+        Err(e) => Err(format!("could not query ONNX Runtime's providers: {e}")),
+    }
+}
+
 fn load_first_usable() -> Result<Loaded, String> {
     let mut skipped = Vec::new();
     for candidate in candidates() {

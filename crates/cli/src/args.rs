@@ -21,6 +21,10 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Measure load time, prefill and decode speed, and peak memory.
     Bench(BenchArgs),
+    /// Show which backend and device would run a model, and why.
+    Route(RouteArgs),
+    /// Compare two backends on a model: teacher-forced logits and free-running greedy tokens.
+    Parity(ParityArgs),
 }
 
 /// Which decoder runs the model.
@@ -51,9 +55,13 @@ pub struct RunArgs {
     /// The device; by default what genai_config.json's provider_options say.
     #[arg(long, value_enum)]
     pub device: Option<DeviceChoice>,
-    /// Intra-op threads.
+    /// Threads for the decoder (ONNX Runtime intra-op threads, or the native decoder's workers).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Check the native decoder against ONNX Runtime at load and fall back to ONNX Runtime when
+    /// it is out of tolerance.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// Search options; unset ones keep genai_config.json's values.
@@ -143,6 +151,49 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// One JSON line instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    /// Model folder.
+    pub model_dir: PathBuf,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    #[arg(long, value_enum)]
+    pub device: Option<DeviceChoice>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A backend to compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ParityBackend {
+    Ort,
+    Native,
+}
+
+#[derive(Debug, Args)]
+pub struct ParityArgs {
+    /// Model folder.
+    pub model_dir: PathBuf,
+    /// The reference backend.
+    #[arg(long, value_enum, default_value_t = ParityBackend::Ort)]
+    pub a: ParityBackend,
+    /// The backend under test.
+    #[arg(long, value_enum, default_value_t = ParityBackend::Native)]
+    pub b: ParityBackend,
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
+    /// Prompts, one per line: text, or token ids separated by commas.
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// Tokens generated after each prompt.
+    #[arg(long, default_value_t = 64)]
+    pub tokens: usize,
+    #[arg(long)]
+    pub threads: Option<usize>,
     #[arg(long)]
     pub json: bool,
 }

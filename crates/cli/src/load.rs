@@ -3,9 +3,12 @@
 use crate::args::{BackendChoice, DeviceChoice, RunArgs, SearchArgs};
 use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
-use genai_backend_ort::{Device, OrtDecoder, OrtOptions};
 use genai_config::{Config, Search};
-use genai_engine::Decoder;
+use genai_engine::{
+    BackendInfo, BackendKind, BackendRequest, DecodeBackend, Decoder, DeviceKind, Route,
+    StartOptions,
+};
+use genai_runtime::OpenOptions;
 use genai_tokenizer::{SpecialTokens, Tokenizer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -56,27 +59,69 @@ pub fn load(run: &RunArgs) -> Result<Loaded> {
     })
 }
 
-/// Picks the backend. The native decoder is not part of this build yet, so `auto` uses ONNX
-/// Runtime and says why.
-fn open_decoder(config: &Config, run: &RunArgs) -> Result<Box<dyn Decoder>> {
-    let device = run.device.map(|d| match d {
-        DeviceChoice::Cpu => Device::Cpu,
-        DeviceChoice::Cuda => Device::Cuda,
-    });
-    let options = OrtOptions {
-        device,
+/// The runtime's open options for the command line's choices.
+pub fn open_options(run: &RunArgs) -> OpenOptions {
+    OpenOptions {
+        backend: backend_request(run.backend),
+        device: run.device.map(device_kind),
         threads: run.threads,
-    };
-    match run.backend {
-        BackendChoice::Native => bail!(
-            "--backend native: the native decoder is not available in this build; use --backend ort"
-        ),
-        BackendChoice::Ort => Ok(Box::new(OrtDecoder::load(config, &options)?)),
-        BackendChoice::Auto => {
-            let mut decoder = OrtDecoder::load(config, &options)?;
-            decoder.add_reason("auto: the native decoder is not available in this build, so ONNX Runtime runs the model");
-            Ok(Box::new(decoder))
-        }
+        verify: run.verify,
+    }
+}
+
+pub fn backend_request(choice: BackendChoice) -> BackendRequest {
+    match choice {
+        BackendChoice::Auto => BackendRequest::Auto,
+        BackendChoice::Ort => BackendRequest::Ort,
+        BackendChoice::Native => BackendRequest::Native,
+    }
+}
+
+pub fn device_kind(choice: DeviceChoice) -> DeviceKind {
+    match choice {
+        DeviceChoice::Cpu => DeviceKind::Cpu,
+        DeviceChoice::Cuda => DeviceKind::Cuda,
+    }
+}
+
+/// Routes and builds the decoder, with the route's reasons in its description.
+fn open_decoder(config: &Config, run: &RunArgs) -> Result<Box<dyn Decoder>> {
+    let opened = genai_runtime::open(config, &open_options(run))?;
+    Ok(Box::new(Routed {
+        inner: opened.decoder,
+        info: routed_info(opened.route),
+    }))
+}
+
+/// The route as the backend description that `--json` output shows.
+fn routed_info(route: Route) -> BackendInfo {
+    BackendInfo {
+        backend: match route.backend {
+            BackendKind::Ort => "ort".into(),
+            BackendKind::Native => "native".into(),
+        },
+        device: route.device.name().into(),
+        reasons: route.reasons,
+    }
+}
+
+/// A decoder described by its route.
+struct Routed {
+    inner: Box<dyn Decoder>,
+    info: BackendInfo,
+}
+
+impl Decoder for Routed {
+    fn start(&self, options: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
+        self.inner.start(options)
+    }
+
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
     }
 }
 

@@ -17,9 +17,16 @@ fn main() -> ExitCode {
         Command::Chat(args) => commands::chat::run(&args),
         Command::Inspect(args) => commands::inspect::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
+        Command::Route(args) => commands::route::run(&args),
+        Command::Parity(args) => return finish(commands::parity::run(&args)),
     };
+    finish(result.map(|()| ExitCode::SUCCESS))
+}
+
+/// Prints an error as one readable line and picks the exit code.
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             // One readable line: the error and its causes.
             let chain: Vec<String> = error.chain().map(ToString::to_string).collect();

@@ -48,6 +48,8 @@ pub struct RouteFacts {
     pub ort: Option<Result<String, String>>,
     /// `Ok` when the native CUDA backend is compiled in and found a device; otherwise why not.
     pub native_cuda: Option<Result<String, String>>,
+    /// `Ok` when the loaded ONNX Runtime has the CUDA execution provider; otherwise why not.
+    pub ort_cuda: Option<Result<String, String>>,
     /// The device genai_config.json's provider_options ask for.
     pub configured_device: Option<DeviceKind>,
 }
@@ -83,6 +85,17 @@ pub fn route(
         (Some(d), _) => {
             reasons.push(format!("device {} requested", d.name()));
             d
+        }
+        (None, Some(DeviceKind::Cuda))
+            if !matches!(facts.native_cuda, Some(Ok(_)))
+                && !matches!(facts.ort_cuda, Some(Ok(_))) =>
+        {
+            reasons.push(
+                "genai_config.json asks for cuda, but neither the native CUDA backend nor ONNX \
+                 Runtime's CUDA execution provider is available here: running on cpu"
+                    .into(),
+            );
+            DeviceKind::Cpu
         }
         (None, Some(d)) => {
             reasons.push(format!(
@@ -170,6 +183,7 @@ mod tests {
             lift: own(lift),
             ort: own(ort),
             native_cuda: own(Err("not compiled in")),
+            ort_cuda: own(Ok("CUDA EP")),
             configured_device: None,
         }
     }
@@ -270,5 +284,21 @@ mod tests {
             (r.backend, r.device),
             (BackendKind::Native, DeviceKind::Cuda)
         );
+    }
+
+    #[test]
+    fn a_configured_cuda_device_falls_back_to_cpu_when_no_cuda_exists() {
+        let mut f = facts(Ok("plan"), Ok("ort"));
+        f.configured_device = Some(DeviceKind::Cuda);
+        f.ort_cuda = Some(Err("CPU-only build".into()));
+        let r = route(BackendRequest::Auto, None, &f).unwrap();
+        assert_eq!(
+            (r.backend, r.device),
+            (BackendKind::Native, DeviceKind::Cpu)
+        );
+        assert!(r.reasons[0].contains("asks for cuda"), "{:?}", r.reasons);
+        // An explicit request is honoured (and fails later with the provider's own message).
+        let r = route(BackendRequest::Ort, Some(DeviceKind::Cuda), &f).unwrap();
+        assert_eq!(r.device, DeviceKind::Cuda);
     }
 }

@@ -4,3 +4,5 @@ pub mod bench;
 pub mod chat;
 pub mod generate;
 pub mod inspect;
+pub mod parity;
+pub mod route;

@@ -179,40 +179,55 @@ impl Body for Heads<'_> {
                     &self.k[kv + lo * hs..kv + (pos + 1) * hs],
                     &self.v[kv + lo * hs..kv + (pos + 1) * hs],
                 );
+                let qv = |i: usize| &self.q[(t * p.num_heads + h + i) * hs..][..hs];
+                for &(s0, cnt) in runs(n) {
+                    let mut bs = bufs.chunks_mut(span).skip(s0).map(|b| &mut b[..len]);
+                    let mut next = || bs.next().unwrap_or_default();
+                    match cnt {
+                        4 => scores::<4>(
+                            self.isa,
+                            std::array::from_fn(|i| qv(s0 + i)),
+                            k,
+                            p.scale,
+                            std::array::from_fn(|_| next()),
+                        ),
+                        2 => scores::<2>(
+                            self.isa,
+                            std::array::from_fn(|i| qv(s0 + i)),
+                            k,
+                            p.scale,
+                            std::array::from_fn(|_| next()),
+                        ),
+                        _ => scores::<1>(self.isa, [qv(s0)], k, p.scale, [next()]),
+                    }
+                }
                 let mut invs = [0f32; HEADS_TOGETHER];
-                for (i, (buf, inv)) in bufs
-                    .chunks_mut(span)
-                    .zip(invs.iter_mut())
-                    .take(n)
-                    .enumerate()
-                {
-                    let qv = &self.q[(t * p.num_heads + h + i) * hs..][..hs];
-                    *inv = softmax_scores(self.isa, p, qv, k, &mut buf[..len]);
+                for (buf, inv) in bufs.chunks_mut(span).zip(invs.iter_mut()).take(n) {
+                    *inv = softmax(p, &mut buf[..len]);
                 }
                 let out = &mut self.out[t][(h - self.heads.start) * hs..][..n * hs];
-                let mut es = bufs.chunks(span).map(|b| &b[..len]);
-                let mut outs = out.chunks_exact_mut(hs);
-                match n {
-                    4 => weighted_sum::<4>(
-                        std::array::from_fn(|_| es.next().unwrap_or_default()),
-                        [invs[0], invs[1], invs[2], invs[3]],
-                        v,
-                        std::array::from_fn(|_| outs.next().unwrap_or_default()),
-                    ),
-                    2 | 3 => weighted_sum::<2>(
-                        std::array::from_fn(|_| es.next().unwrap_or_default()),
-                        [invs[0], invs[1]],
-                        v,
-                        std::array::from_fn(|_| outs.next().unwrap_or_default()),
-                    ),
-                    _ => {}
-                }
-                if n == 1 || n == 3 {
-                    let (e, o) = (
-                        es.next().unwrap_or_default(),
-                        outs.next().unwrap_or_default(),
-                    );
-                    weighted_sum::<1>([e], [invs[n - 1]], v, [o]);
+                for &(s0, cnt) in runs(n) {
+                    let mut es = bufs.chunks(span).skip(s0).map(|b| &b[..len]);
+                    let mut outs = out.chunks_exact_mut(hs).skip(s0);
+                    let mut e = || es.next().unwrap_or_default();
+                    let inv = |i: usize| invs[s0 + i];
+                    match cnt {
+                        4 => weighted_sum::<4>(
+                            std::array::from_fn(|_| e()),
+                            std::array::from_fn(inv),
+                            v,
+                            std::array::from_fn(|_| outs.next().unwrap_or_default()),
+                        ),
+                        2 => weighted_sum::<2>(
+                            std::array::from_fn(|_| e()),
+                            std::array::from_fn(inv),
+                            v,
+                            std::array::from_fn(|_| outs.next().unwrap_or_default()),
+                        ),
+                        _ => {
+                            weighted_sum::<1>([e()], [inv(0)], v, [outs.next().unwrap_or_default()])
+                        }
+                    }
                 }
                 h += n;
             }
@@ -224,10 +239,19 @@ impl Body for Heads<'_> {
 /// in AVX-512 registers and make 4 independent dependency chains).
 const HEADS_TOGETHER: usize = 4;
 
-/// Scores of one head into `s`, soft-capped, replaced by `exp(s - max)`; returns `1 / sum`.
+/// How `n` (1..=4) heads sharing a KV head are run: `(first, count)` groups of 4, 2 or 1.
+fn runs(n: usize) -> &'static [(usize, usize)] {
+    match n {
+        4 => &[(0, 4)],
+        3 => &[(0, 2), (2, 1)],
+        2 => &[(0, 2)],
+        _ => &[(0, 1)],
+    }
+}
+
+/// Soft-caps the scores `s`, replaces them by `exp(s - max)`, and returns `1 / sum`.
 #[inline(always)]
-fn softmax_scores(isa: Isa, p: &AttentionParams, q: &[f32], k: &[f32], s: &mut [f32]) -> f32 {
-    scores(isa, q, k, p.scale, s);
+fn softmax(p: &AttentionParams, s: &mut [f32]) -> f32 {
     if let Some(c) = p.softcap {
         for s in s.iter_mut() {
             *s = c * (*s / c).tanh();
@@ -250,17 +274,19 @@ fn softmax_scores(isa: Isa, p: &AttentionParams, q: &[f32], k: &[f32], s: &mut [
     1.0 / hsum16(&lanes)
 }
 
-/// `out[j] = scale * (q . k_j)` for the rows `k_j` of `k` (`out.len()` rows of `q.len()`).
+/// For each of `N` heads: `out[j] = scale * (q . k_j)` for the rows `k_j` of `k`.
 #[inline(always)]
-fn scores(isa: Isa, q: &[f32], k: &[f32], scale: f32, out: &mut [f32]) {
+fn scores<const N: usize>(isa: Isa, q: [&[f32]; N], k: &[f32], scale: f32, out: [&mut [f32]; N]) {
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx512 | Isa::Avx512Vnni) {
         // SAFETY: `isa` passed `isa::checked`, so AVX-512 F/BW/VL, AVX2, FMA and F16C exist.
         return unsafe { x86::scores_avx512(q, k, scale, out) };
     }
     let _ = isa;
-    for (s, kr) in out.iter_mut().zip(k.chunks_exact(q.len())) {
-        *s = dot16(q, kr) * scale;
+    for (q, out) in q.iter().zip(out) {
+        for (s, kr) in out.iter_mut().zip(k.chunks_exact(q.len())) {
+            *s = dot16(q, kr) * scale;
+        }
     }
 }
 

@@ -47,53 +47,76 @@ fn reduce16(v: [__m512; 16]) -> __m512 {
     _mm512_permutexvar_ps(idx, z)
 }
 
-/// `out[j] = scale * (q . k_j)` for `out.len()` consecutive rows `k_j` of `q.len()` values.
+/// For each of `N` (1, 2 or 4) heads: `out[j] = scale * (q . k_j)` for `out.len()` rows `k_j`
+/// of `q.len()` values. Blocks of `16 / N` keys are scored for all heads at once (each key row
+/// is loaded once for the `N` heads), accumulator `i * (16 / N) + row`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-pub(super) fn scores_avx512(q: &[f32], k: &[f32], scale: f32, out: &mut [f32]) {
-    let hs = q.len();
-    let rows = out.len();
+pub(super) fn scores_avx512<const N: usize>(
+    q: [&[f32]; N],
+    k: &[f32],
+    scale: f32,
+    mut out: [&mut [f32]; N],
+) {
+    let hs = q[0].len();
+    let rows = out[0].len();
+    assert!(matches!(N, 1 | 2 | 4));
+    assert!(q.iter().all(|q| q.len() == hs) && out.iter().all(|o| o.len() == rows));
     assert!(k.len() == rows * hs);
+    let block = 16 / N;
     let (groups, rem) = (hs / 16, hs % 16);
     let mask: __mmask16 = ((1u32 << rem) - 1) as __mmask16;
-    let (qp, kp) = (q.as_ptr(), k.as_ptr());
+    let kp = k.as_ptr();
     // SAFETY (all loads below): group g < groups reads [16g, 16g + 16) of a row of hs values;
-    // the masked tail reads only lanes < rem of [16 groups, hs); rows are < `rows`, and `k`
-    // holds rows * hs values (asserted).
+    // the masked tail reads only lanes < rem of [16 groups, hs); key rows are < `rows`, and `k`
+    // holds rows * hs values, each `q` hs values (asserted).
     let load = |row: *const f32, g: usize| unsafe { _mm512_loadu_ps(row.add(16 * g)) };
     let load_tail = |row: *const f32| unsafe { _mm512_maskz_loadu_ps(mask, row.add(16 * groups)) };
+    let key = |r: usize| kp.wrapping_add(r * hs);
     let scale_v = _mm512_set1_ps(scale);
     let mut r = 0;
-    while r + 16 <= rows {
+    while r + block <= rows {
         let mut acc = [_mm512_setzero_ps(); 16];
-        for g in 0..groups {
-            let qv = load(qp, g);
-            for (i, a) in acc.iter_mut().enumerate() {
-                *a = _mm512_fmadd_ps(qv, load(kp.wrapping_add((r + i) * hs), g), *a);
+        for g in 0..=groups {
+            if g == groups && rem == 0 {
+                break;
+            }
+            let qv: [__m512; N] = std::array::from_fn(|i| {
+                if g < groups {
+                    load(q[i].as_ptr(), g)
+                } else {
+                    load_tail(q[i].as_ptr())
+                }
+            });
+            for row in 0..block {
+                let kv = if g < groups {
+                    load(key(r + row), g)
+                } else {
+                    load_tail(key(r + row))
+                };
+                for i in 0..N {
+                    acc[i * block + row] = _mm512_fmadd_ps(qv[i], kv, acc[i * block + row]);
+                }
             }
         }
-        if rem > 0 {
-            let qv = load_tail(qp);
-            for (i, a) in acc.iter_mut().enumerate() {
-                *a = _mm512_fmadd_ps(qv, load_tail(kp.wrapping_add((r + i) * hs)), *a);
-            }
+        let mut s = [0f32; 16];
+        // SAFETY: `s` holds 16 f32.
+        unsafe { _mm512_storeu_ps(s.as_mut_ptr(), _mm512_mul_ps(reduce16(acc), scale_v)) };
+        for (i, o) in out.iter_mut().enumerate() {
+            o[r..r + block].copy_from_slice(&s[i * block..(i + 1) * block]);
         }
-        let s = _mm512_mul_ps(reduce16(acc), scale_v);
-        let dst = &mut out[r..r + 16];
-        // SAFETY: `dst` holds 16 f32.
-        unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), s) };
-        r += 16;
+        r += block;
     }
-    while r < rows {
-        let row = kp.wrapping_add(r * hs);
-        let mut acc = _mm512_setzero_ps();
-        for g in 0..groups {
-            acc = _mm512_fmadd_ps(load(qp, g), load(row, g), acc);
+    for r in r..rows {
+        for (q, o) in q.iter().zip(out.iter_mut()) {
+            let mut acc = _mm512_setzero_ps();
+            for g in 0..groups {
+                acc = _mm512_fmadd_ps(load(q.as_ptr(), g), load(key(r), g), acc);
+            }
+            if rem > 0 {
+                acc = _mm512_fmadd_ps(load_tail(q.as_ptr()), load_tail(key(r)), acc);
+            }
+            o[r] = hsum_zmm(acc) * scale;
         }
-        if rem > 0 {
-            acc = _mm512_fmadd_ps(load_tail(qp), load_tail(row), acc);
-        }
-        out[r] = hsum_zmm(acc) * scale;
-        r += 1;
     }
 }
 
@@ -118,8 +141,34 @@ mod tests {
                 let want: Vec<f32> = k.chunks(hs).map(|kr| dot16(&q, kr) * 0.3).collect();
                 let mut got = vec![0f32; rows];
                 // SAFETY: AVX-512 F/BW/VL, AVX2, FMA and F16C were detected above.
-                unsafe { scores_avx512(&q, &k, 0.3, &mut got) };
+                unsafe { scores_avx512([&q[..]], &k, 0.3, [&mut got[..]]) };
                 assert_bits(&got, &want, &format!("hs {hs} rows {rows}"));
+                let (mut a, mut b, mut c, mut d) = (
+                    vec![0f32; rows],
+                    vec![0f32; rows],
+                    vec![0f32; rows],
+                    vec![0f32; rows],
+                );
+                let q2: Vec<f32> = q.iter().map(|v| -v).collect();
+                // SAFETY: as above.
+                unsafe {
+                    scores_avx512(
+                        [&q[..], &q2, &q, &q2],
+                        &k,
+                        0.3,
+                        [&mut a[..], &mut b, &mut c, &mut d],
+                    )
+                };
+                let want2: Vec<f32> = k.chunks(hs).map(|kr| dot16(&q2, kr) * 0.3).collect();
+                assert_bits(&a, &want, "4 heads, head 0");
+                assert_bits(&b, &want2, "4 heads, head 1");
+                assert_bits(&c, &want, "4 heads, head 2");
+                assert_bits(&d, &want2, "4 heads, head 3");
+                let (mut a, mut b) = (vec![0f32; rows], vec![0f32; rows]);
+                // SAFETY: as above.
+                unsafe { scores_avx512([&q2[..], &q], &k, 0.3, [&mut a[..], &mut b]) };
+                assert_bits(&a, &want2, "2 heads, head 0");
+                assert_bits(&b, &want, "2 heads, head 1");
             }
         }
     }

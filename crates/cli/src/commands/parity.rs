@@ -1,0 +1,152 @@
+//! `genai-bridge parity`: compares two backends on a model — teacher-forced per-step logits and
+//! free-running greedy generation — and exits non-zero when out of tolerance.
+
+use crate::args::{DeviceChoice, ParityArgs, ParityBackend};
+use crate::load::device_kind;
+use anyhow::{Context, Result, bail};
+use genai_config::Config;
+use genai_engine::{BackendRequest, Decoder};
+use genai_parity::{ParityOptions, Precision, Tolerance, compare};
+use genai_runtime::OpenOptions;
+use genai_tokenizer::{SpecialTokens, Tokenizer};
+use std::process::ExitCode;
+
+/// Prompts used when `--prompts` is not given.
+const DEFAULT_PROMPTS: &[&str] = &[
+    "Once upon a time",
+    "The quick brown fox jumps over the lazy dog.",
+    "Hello",
+];
+
+pub fn run(args: &ParityArgs) -> Result<ExitCode> {
+    let config = Config::load(&args.model_dir).with_context(|| {
+        format!(
+            "{}",
+            args.model_dir.join(genai_config::CONFIG_FILE).display()
+        )
+    })?;
+    let prompts = prompts(&config, args)?;
+    let a = open(&config, args.a, args.device, args.threads)?;
+    let b = open(&config, args.b, args.device, args.threads)?;
+    let path = config.decoder_path();
+    let model = genai_onnx::OnnxModel::load(&path).with_context(|| path.display().to_string())?;
+    let precision = match genai_frontend::lift(&model, &config) {
+        Ok(plan) => genai_runtime::precision_of(&plan),
+        Err(_) => Precision::Fp32,
+    };
+    let options = ParityOptions {
+        prompts,
+        tokens: args.tokens,
+        tolerance: Tolerance::for_precision(precision),
+    };
+    let report = compare(a.as_ref(), b.as_ref(), &config.model, &options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "{} vs {} on {} ({:?}): {}",
+            a.info().backend,
+            b.info().backend,
+            args.model_dir.display(),
+            precision,
+            if report.pass { "PASS" } else { "FAIL" }
+        );
+        println!(
+            "  {} steps: max |Δlogit| {:.3e} (rel {:.3e}), top-1 {:.2}%, top-5 overlap {:.2}%, KL max {:.3e} mean {:.3e}",
+            report.steps,
+            report.max_abs_logit_diff,
+            report.max_rel_logit_diff,
+            report.top1_agreement * 100.0,
+            report.top5_overlap * 100.0,
+            report.kl_max,
+            report.kl_mean
+        );
+        match &report.first_divergence {
+            None => println!("  greedy sequences identical"),
+            Some(d) => println!(
+                "  greedy sequences diverge: prompt {}, generated token {}: {:?} vs {:?}",
+                d.prompt, d.step, d.a_token, d.b_token
+            ),
+        }
+        for failure in &report.failures {
+            println!("  out of tolerance: {failure}");
+        }
+    }
+    Ok(if report.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn open(
+    config: &Config,
+    backend: ParityBackend,
+    device: DeviceChoice,
+    threads: Option<usize>,
+) -> Result<Box<dyn Decoder>> {
+    let options = OpenOptions {
+        backend: match backend {
+            ParityBackend::Ort => BackendRequest::Ort,
+            ParityBackend::Native => BackendRequest::Native,
+        },
+        device: Some(device_kind(device)),
+        threads,
+        verify: false,
+    };
+    Ok(genai_runtime::open(config, &options)?.decoder)
+}
+
+/// The prompts as ids: from the file (a line of comma-separated integers is ids, any other line
+/// is text), or the default texts.
+fn prompts(config: &Config, args: &ParityArgs) -> Result<Vec<Vec<i32>>> {
+    let lines: Vec<String> = match &args.prompts {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| path.display().to_string())?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(String::from)
+            .collect(),
+        None => DEFAULT_PROMPTS.iter().map(|s| s.to_string()).collect(),
+    };
+    if lines.is_empty() {
+        bail!("no prompts");
+    }
+    let special = SpecialTokens {
+        bos: config.model.bos_token_id,
+        eos: config.model.eos_token_ids.clone(),
+        pad: config.model.pad_token_id,
+    };
+    let mut tokenizer = None;
+    let mut prompts = Vec::new();
+    for line in lines {
+        let ids: Result<Vec<i32>, _> = line.split(',').map(|t| t.trim().parse::<i32>()).collect();
+        let ids = match ids {
+            Ok(ids) => ids,
+            Err(_) => {
+                if tokenizer.is_none() {
+                    tokenizer = Some(Tokenizer::from_dir(&args.model_dir, special.clone())?);
+                }
+                tokenizer
+                    .as_ref()
+                    .map(|t| t.encode(&line))
+                    .transpose()?
+                    .unwrap_or_default()
+            }
+        };
+        if ids.is_empty() {
+            bail!("prompt {line:?} has no tokens");
+        }
+        if let Some(bad) = ids
+            .iter()
+            .find(|&&id| id < 0 || id as usize >= config.model.vocab_size)
+        {
+            bail!(
+                "prompt {line:?}: token id {bad} is out of range (vocab_size {})",
+                config.model.vocab_size
+            );
+        }
+        prompts.push(ids);
+    }
+    Ok(prompts)
+}

@@ -1,0 +1,180 @@
+//! Opening a model folder for generation: gathers what the router needs (does the graph lift,
+//! is ONNX Runtime there, which device does the config ask for), routes, builds the chosen
+//! decoder and, on request, verifies the native decoder against ONNX Runtime before using it.
+//! Shared by the CLI and the C ABI.
+
+mod verify;
+
+use genai_backend_native::{CpuDecoder, CpuOptions};
+use genai_backend_ort::{Device, OrtDecoder, OrtOptions, library};
+use genai_config::Config;
+use genai_engine::{
+    BackendKind, BackendRequest, Decoder, DeviceKind, NoRoute, Route, RouteFacts, route,
+};
+use genai_frontend::{DecoderPlan, Weight, WeightDType};
+use genai_onnx::OnnxModel;
+use genai_parity::Precision;
+
+/// What the caller asks for.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    pub backend: BackendRequest,
+    pub device: Option<DeviceKind>,
+    pub threads: Option<usize>,
+    /// Run a short teacher-forced parity check of the native decoder against ONNX Runtime and
+    /// fall back to ONNX Runtime when it is out of tolerance.
+    pub verify: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            backend: BackendRequest::Auto,
+            device: None,
+            threads: None,
+            verify: false,
+        }
+    }
+}
+
+/// Everything that can stop a model from opening.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Onnx {
+        path: String,
+        source: genai_onnx::Error,
+    },
+    #[error(transparent)]
+    NoRoute(#[from] NoRoute),
+    #[error(transparent)]
+    Ort(#[from] genai_backend_ort::Error),
+    #[error("native decoder: {0}")]
+    Native(#[from] genai_backend_native::Error),
+}
+
+/// The routing decision with what it was based on.
+pub struct Decision {
+    pub route: Route,
+    pub facts: RouteFacts,
+    pub plan: Option<DecoderPlan>,
+    pub model: OnnxModel,
+}
+
+/// An opened decoder and how it was chosen.
+pub struct Opened {
+    pub decoder: Box<dyn Decoder>,
+    pub route: Route,
+    pub plan: Option<DecoderPlan>,
+}
+
+/// The weights' precision as the plan stores them.
+pub fn precision_of(plan: &DecoderPlan) -> Precision {
+    match &plan.lm_head.weight {
+        Weight::Int4(_) => Precision::Int4,
+        Weight::Dense { tensor, .. } => match tensor.dtype {
+            WeightDType::F32 => Precision::Fp32,
+            WeightDType::F16 => Precision::Fp16,
+            WeightDType::BF16 => Precision::Bf16,
+        },
+    }
+}
+
+/// The device genai_config.json's provider list asks for.
+fn configured_device(config: &Config) -> Option<DeviceKind> {
+    let providers = &config.model.decoder.session_options.provider_options;
+    providers
+        .iter()
+        .any(|p| p.name == "cuda")
+        .then_some(DeviceKind::Cuda)
+}
+
+/// Lifts the graph, probes ONNX Runtime and routes.
+pub fn decide(config: &Config, options: &OpenOptions) -> Result<Decision, Error> {
+    let path = config.decoder_path();
+    let model = OnnxModel::load(&path).map_err(|source| Error::Onnx {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let lifted = genai_frontend::lift(&model, config);
+    let lift = match &lifted {
+        Ok(plan) => Ok(format!(
+            "the graph lifts to a {}-layer decoder plan",
+            plan.layers.len()
+        )),
+        Err(why) => Err(format!("the graph does not lift: {why}")),
+    };
+    let ort = match library::ensure_loaded() {
+        Ok(loaded) => Ok(loaded.path.display().to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let facts = RouteFacts {
+        lift: Some(lift),
+        ort: Some(ort),
+        native_cuda: Some(Err(
+            "the native CUDA backend is not compiled into this build".into(),
+        )),
+        ort_cuda: Some(
+            library::cuda_available()
+                .map(|()| "ONNX Runtime has the CUDA execution provider".into()),
+        ),
+        configured_device: configured_device(config),
+    };
+    let route = route(options.backend, options.device, &facts)?;
+    Ok(Decision {
+        route,
+        facts,
+        plan: lifted.ok(),
+        model,
+    })
+}
+
+/// Routes and builds the decoder.
+pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
+    let Decision {
+        mut route,
+        facts,
+        plan,
+        model,
+    } = decide(config, options)?;
+    let ort_options = OrtOptions {
+        device: Some(match route.device {
+            DeviceKind::Cpu => Device::Cpu,
+            DeviceKind::Cuda => Device::Cuda,
+        }),
+        threads: options.threads,
+    };
+    let decoder: Box<dyn Decoder> = match (route.backend, &plan) {
+        (BackendKind::Native, Some(plan)) => {
+            let native = CpuDecoder::load(
+                &model,
+                plan,
+                &CpuOptions {
+                    threads: options.threads,
+                },
+            )?;
+            if options.verify {
+                match verify::against_ort(config, &native, plan, &facts, &ort_options) {
+                    verify::Outcome::Passed(note) => route.reasons.push(note),
+                    verify::Outcome::Skipped(note) => route.reasons.push(note),
+                    verify::Outcome::Failed(note, ort) => {
+                        route.reasons.push(note);
+                        route.backend = BackendKind::Ort;
+                        return Ok(Opened {
+                            decoder: ort,
+                            route,
+                            plan: Some(plan.clone()),
+                        });
+                    }
+                }
+            }
+            Box::new(native)
+        }
+        _ => Box::new(OrtDecoder::load(config, &ort_options)?),
+    };
+    Ok(Opened {
+        decoder,
+        route,
+        plan,
+    })
+}

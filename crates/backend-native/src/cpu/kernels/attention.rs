@@ -179,55 +179,61 @@ impl Body for Heads<'_> {
                     &self.k[kv + lo * hs..kv + (pos + 1) * hs],
                     &self.v[kv + lo * hs..kv + (pos + 1) * hs],
                 );
-                let qv = |i: usize| &self.q[(t * p.num_heads + h + i) * hs..][..hs];
-                for &(s0, cnt) in runs(n) {
-                    let mut bs = bufs.chunks_mut(span).skip(s0).map(|b| &mut b[..len]);
-                    let mut next = || bs.next().unwrap_or_default();
-                    match cnt {
-                        4 => scores::<4>(
-                            self.isa,
-                            std::array::from_fn(|i| qv(s0 + i)),
-                            k,
-                            p.scale,
-                            std::array::from_fn(|_| next()),
-                        ),
-                        2 => scores::<2>(
-                            self.isa,
-                            std::array::from_fn(|i| qv(s0 + i)),
-                            k,
-                            p.scale,
-                            std::array::from_fn(|_| next()),
-                        ),
-                        _ => scores::<1>(self.isa, [qv(s0)], k, p.scale, [next()]),
-                    }
+                // Scores for a power-of-two number of heads (padding slots repeat the last head
+                // and are ignored), then softmax and the weighted sum of V for the n real heads.
+                let qv = |i: usize| &self.q[(t * p.num_heads + h + i.min(n - 1)) * hs..][..hs];
+                let mut bs = bufs.chunks_mut(span).map(|b| &mut b[..len]);
+                let mut next = || bs.next().unwrap_or_default();
+                match n.next_power_of_two() {
+                    1 => scores::<1>(self.isa, [qv(0)], k, p.scale, [next()]),
+                    2 => scores::<2>(
+                        self.isa,
+                        std::array::from_fn(qv),
+                        k,
+                        p.scale,
+                        std::array::from_fn(|_| next()),
+                    ),
+                    4 => scores::<4>(
+                        self.isa,
+                        std::array::from_fn(qv),
+                        k,
+                        p.scale,
+                        std::array::from_fn(|_| next()),
+                    ),
+                    _ => scores::<8>(
+                        self.isa,
+                        std::array::from_fn(qv),
+                        k,
+                        p.scale,
+                        std::array::from_fn(|_| next()),
+                    ),
                 }
                 let mut invs = [0f32; HEADS_TOGETHER];
                 for (buf, inv) in bufs.chunks_mut(span).zip(invs.iter_mut()).take(n) {
                     *inv = softmax(p, &mut buf[..len]);
                 }
                 let out = &mut self.out[t][(h - self.heads.start) * hs..][..n * hs];
-                for &(s0, cnt) in runs(n) {
-                    let mut es = bufs.chunks(span).skip(s0).map(|b| &b[..len]);
-                    let mut outs = out.chunks_exact_mut(hs).skip(s0);
-                    let mut e = || es.next().unwrap_or_default();
-                    let inv = |i: usize| invs[s0 + i];
-                    match cnt {
-                        4 => weighted_sum::<4>(
-                            std::array::from_fn(|_| e()),
-                            std::array::from_fn(inv),
+                let mut es = bufs.chunks(span).map(|b| &b[..len]);
+                let mut outs = out.chunks_exact_mut(hs);
+                macro_rules! ws {
+                    ($n:literal) => {
+                        weighted_sum::<$n>(
+                            std::array::from_fn(|_| es.next().unwrap_or_default()),
+                            std::array::from_fn(|i| invs[i]),
                             v,
                             std::array::from_fn(|_| outs.next().unwrap_or_default()),
-                        ),
-                        2 => weighted_sum::<2>(
-                            std::array::from_fn(|_| e()),
-                            std::array::from_fn(inv),
-                            v,
-                            std::array::from_fn(|_| outs.next().unwrap_or_default()),
-                        ),
-                        _ => {
-                            weighted_sum::<1>([e()], [inv(0)], v, [outs.next().unwrap_or_default()])
-                        }
-                    }
+                        )
+                    };
+                }
+                match n {
+                    1 => ws!(1),
+                    2 => ws!(2),
+                    3 => ws!(3),
+                    4 => ws!(4),
+                    5 => ws!(5),
+                    6 => ws!(6),
+                    7 => ws!(7),
+                    _ => ws!(8),
                 }
                 h += n;
             }
@@ -235,19 +241,9 @@ impl Body for Heads<'_> {
     }
 }
 
-/// Heads sharing a KV head whose weighted sums run together (4 x 64 f32 accumulators fit
-/// in AVX-512 registers and make 4 independent dependency chains).
-const HEADS_TOGETHER: usize = 4;
-
-/// How `n` (1..=4) heads sharing a KV head are run: `(first, count)` groups of 4, 2 or 1.
-fn runs(n: usize) -> &'static [(usize, usize)] {
-    match n {
-        4 => &[(0, 4)],
-        3 => &[(0, 2), (2, 1)],
-        2 => &[(0, 2)],
-        _ => &[(0, 1)],
-    }
-}
+/// Heads sharing a KV head that are computed together, so each key and value row is loaded
+/// once for all of them (8 x 32 f32 accumulators fit in AVX-512 registers).
+const HEADS_TOGETHER: usize = 8;
 
 /// Soft-caps the scores `s`, replaces them by `exp(s - max)`, and returns `1 / sum`.
 #[inline(always)]
@@ -291,7 +287,7 @@ fn scores<const N: usize>(isa: Isa, q: [&[f32]; N], k: &[f32], scale: f32, out: 
 }
 
 /// For each of `N` heads: `out = sum_j (e_j * inv) v_j` in increasing `j`, one fused
-/// multiply-add per element; 64 outputs per head stay in registers across `j`.
+/// multiply-add per element; 32 outputs per head stay in registers across `j`.
 #[inline(always)]
 fn weighted_sum<const N: usize>(
     e: [&[f32]; N],
@@ -299,7 +295,7 @@ fn weighted_sum<const N: usize>(
     v: &[f32],
     mut out: [&mut [f32]; N],
 ) {
-    const BLOCK: usize = 64;
+    const BLOCK: usize = 32;
     let hs = out[0].len();
     let mut d0 = 0;
     while d0 < hs {

@@ -47,7 +47,7 @@ fn reduce16(v: [__m512; 16]) -> __m512 {
     _mm512_permutexvar_ps(idx, z)
 }
 
-/// For each of `N` (1, 2 or 4) heads: `out[j] = scale * (q . k_j)` for `out.len()` rows `k_j`
+/// For each of `N` (1, 2, 4 or 8) heads: `out[j] = scale * (q . k_j)` for `out.len()` rows `k_j`
 /// of `q.len()` values. Blocks of `16 / N` keys are scored for all heads at once (each key row
 /// is loaded once for the `N` heads), accumulator `i * (16 / N) + row`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
@@ -59,7 +59,7 @@ pub(super) fn scores_avx512<const N: usize>(
 ) {
     let hs = q[0].len();
     let rows = out[0].len();
-    assert!(matches!(N, 1 | 2 | 4));
+    assert!(matches!(N, 1 | 2 | 4 | 8));
     assert!(q.iter().all(|q| q.len() == hs) && out.iter().all(|o| o.len() == rows));
     assert!(k.len() == rows * hs);
     let block = 16 / N;

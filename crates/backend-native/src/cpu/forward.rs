@@ -4,7 +4,7 @@ use crate::cpu::kernels::{
     self, AttentionParams, Table, attention, gather_rows, gelu, gelu_tanh, layer_norm, linear,
     rms_norm, rotary, silu_mul,
 };
-use crate::cpu::model::{Layer, Linear, Mlp, NativeModel, Norm, Qkv};
+use crate::cpu::model::{Activations, Layer, Linear, Mlp, NativeModel, Norm, Qkv};
 use crate::cpu::threads::ThreadPool;
 use crate::error::Error;
 use genai_frontend::{Activation, NormKind};
@@ -56,22 +56,29 @@ pub(crate) fn forward(
         }
     }
 
+    let act = model.activations;
+    act.round(&mut x);
     let mut normed = vec![0.0f32; m * hidden];
     for (layer, cache) in model.layers.iter().zip(caches.iter_mut()) {
         apply_norm(&layer.attn_norm, &x, &mut normed)?;
+        act.round(&mut normed);
         let attn = attention_block(
             model, layer, cache, capacity, past_len, &positions, &normed, pool,
         )?;
-        let out = run_linear(&layer.output, &attn, m, pool)?;
+        let out = run_linear(&layer.output, &attn, m, act, pool)?;
         kernels::add_in_place(&mut x, &out)?;
+        act.round(&mut x);
         apply_norm(&layer.mlp_norm, &x, &mut normed)?;
-        let down = mlp_block(&layer.mlp, &normed, m, pool)?;
+        act.round(&mut normed);
+        let down = mlp_block(&layer.mlp, &normed, m, act, pool)?;
         kernels::add_in_place(&mut x, &down)?;
+        act.round(&mut x);
     }
     let last = &x[(m - 1) * hidden..];
     let mut final_normed = vec![0.0f32; hidden];
     apply_norm(&model.final_norm, last, &mut final_normed)?;
-    run_linear(&model.lm_head, &final_normed, 1, pool)
+    act.round(&mut final_normed);
+    run_linear(&model.lm_head, &final_normed, 1, act, pool)
 }
 
 fn apply_norm(norm: &Norm, x: &[f32], out: &mut [f32]) -> Result<(), Error> {
@@ -81,9 +88,28 @@ fn apply_norm(norm: &Norm, x: &[f32], out: &mut [f32]) -> Result<(), Error> {
     }
 }
 
-fn run_linear(layer: &Linear, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f32>, Error> {
+/// A linear layer; with half-precision activations the product and the bias add each round,
+/// as the graph's MatMul and Add do.
+fn run_linear(
+    layer: &Linear,
+    x: &[f32],
+    m: usize,
+    act: Activations,
+    pool: &ThreadPool,
+) -> Result<Vec<f32>, Error> {
     let mut y = vec![0.0f32; m * layer.n()];
-    linear(x, m, &layer.weight, layer.bias.as_deref(), &mut y, pool)?;
+    if act == Activations::F32 {
+        linear(x, m, &layer.weight, layer.bias.as_deref(), &mut y, pool)?;
+        return Ok(y);
+    }
+    linear(x, m, &layer.weight, None, &mut y, pool)?;
+    act.round(&mut y);
+    if let Some(bias) = &layer.bias {
+        for row in y.chunks_mut(bias.len()) {
+            kernels::add_in_place(row, bias)?;
+        }
+        act.round(&mut y);
+    }
     Ok(y)
 }
 
@@ -92,16 +118,17 @@ fn project_qkv(
     qkv: &Qkv,
     x: &[f32],
     m: usize,
+    act: Activations,
     pool: &ThreadPool,
 ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), Error> {
     match qkv {
         Qkv::Separate { q, k, v } => Ok((
-            run_linear(q, x, m, pool)?,
-            run_linear(k, x, m, pool)?,
-            run_linear(v, x, m, pool)?,
+            run_linear(q, x, m, act, pool)?,
+            run_linear(k, x, m, act, pool)?,
+            run_linear(v, x, m, act, pool)?,
         )),
         Qkv::Fused { linear, q, k, v } => {
-            let fused = run_linear(linear, x, m, pool)?;
+            let fused = run_linear(linear, x, m, act, pool)?;
             let width = q + k + v;
             let (mut qs, mut ks, mut vs) = (
                 Vec::with_capacity(m * q),
@@ -131,7 +158,8 @@ fn attention_block(
 ) -> Result<Vec<f32>, Error> {
     let m = positions.len();
     let hs = layer.head_size;
-    let (mut q, mut k, v) = project_qkv(&layer.qkv, x, m, pool)?;
+    let act = model.activations;
+    let (mut q, mut k, v) = project_qkv(&layer.qkv, x, m, act, pool)?;
     if let Some(norm) = &layer.q_norm {
         let input = q.clone();
         apply_norm(norm, &input, &mut q)?;
@@ -185,6 +213,7 @@ fn attention_block(
     };
     let mut out = vec![0.0f32; m * layer.heads * hs];
     attention(&params, &q, &cache.k, &cache.v, &mut out, pool)?;
+    act.round(&mut out);
     Ok(out)
 }
 
@@ -197,20 +226,43 @@ fn activate(activation: Activation, x: &mut [f32]) {
 }
 
 /// act(gate) * up, for any activation.
-fn gated(activation: Activation, gate: &mut [f32], up: &[f32]) -> Result<Vec<f32>, Error> {
+/// act(gate) * up. With half-precision activations every graph op rounds its output: for SiLU
+/// that is Sigmoid, then gate * sigmoid, then the product with up.
+fn gated(
+    activation: Activation,
+    gate: &mut [f32],
+    up: &[f32],
+    act: Activations,
+) -> Result<Vec<f32>, Error> {
     let mut out = vec![0.0f32; up.len()];
-    if activation == Activation::Silu {
+    if activation == Activation::Silu && act == Activations::F32 {
         silu_mul(gate, up, &mut out)?;
+        return Ok(out);
+    }
+    if activation == Activation::Silu {
+        for g in gate.iter_mut() {
+            let mut sigmoid = [1.0 / (1.0 + (-*g).exp())];
+            act.round(&mut sigmoid);
+            *g *= sigmoid[0];
+        }
     } else {
         activate(activation, gate);
-        for ((o, g), u) in out.iter_mut().zip(gate.iter()).zip(up) {
-            *o = g * u;
-        }
     }
+    act.round(gate);
+    for ((o, g), u) in out.iter_mut().zip(gate.iter()).zip(up) {
+        *o = g * u;
+    }
+    act.round(&mut out);
     Ok(out)
 }
 
-fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f32>, Error> {
+fn mlp_block(
+    mlp: &Mlp,
+    x: &[f32],
+    m: usize,
+    act: Activations,
+    pool: &ThreadPool,
+) -> Result<Vec<f32>, Error> {
     match mlp {
         Mlp::Gated {
             gate,
@@ -218,10 +270,10 @@ fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f3
             down,
             activation,
         } => {
-            let mut g = run_linear(gate, x, m, pool)?;
-            let u = run_linear(up, x, m, pool)?;
-            let h = gated(*activation, &mut g, &u)?;
-            run_linear(down, &h, m, pool)
+            let mut g = run_linear(gate, x, m, act, pool)?;
+            let u = run_linear(up, x, m, act, pool)?;
+            let h = gated(*activation, &mut g, &u, act)?;
+            run_linear(down, &h, m, act, pool)
         }
         Mlp::GatedFused {
             gate_up,
@@ -229,23 +281,24 @@ fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f3
             down,
             activation,
         } => {
-            let fused = run_linear(gate_up, x, m, pool)?;
+            let fused = run_linear(gate_up, x, m, act, pool)?;
             let (mut g, mut u) = (Vec::with_capacity(m * width), Vec::with_capacity(m * width));
             for row in fused.chunks(2 * width) {
                 g.extend_from_slice(&row[..*width]);
                 u.extend_from_slice(&row[*width..]);
             }
-            let h = gated(*activation, &mut g, &u)?;
-            run_linear(down, &h, m, pool)
+            let h = gated(*activation, &mut g, &u, act)?;
+            run_linear(down, &h, m, act, pool)
         }
         Mlp::Plain {
             up,
             down,
             activation,
         } => {
-            let mut h = run_linear(up, x, m, pool)?;
+            let mut h = run_linear(up, x, m, act, pool)?;
             activate(*activation, &mut h);
-            run_linear(down, &h, m, pool)
+            act.round(&mut h);
+            run_linear(down, &h, m, act, pool)
         }
     }
 }

@@ -119,8 +119,33 @@ pub(crate) struct Rotary {
     pub interleaved: bool,
 }
 
+/// The element type of the graph's activations. With half precision, ONNX Runtime rounds every
+/// op's output to 16 bits; the forward pass rounds at the same places so that it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Activations {
+    F32,
+    F16,
+    BF16,
+}
+
+impl Activations {
+    /// Rounds values to the activation type (no-op for f32).
+    pub fn round(self, x: &mut [f32]) {
+        match self {
+            Activations::F32 => {}
+            Activations::F16 => x
+                .iter_mut()
+                .for_each(|v| *v = half::f16::from_f32(*v).to_f32()),
+            Activations::BF16 => x
+                .iter_mut()
+                .for_each(|v| *v = half::bf16::from_f32(*v).to_f32()),
+        }
+    }
+}
+
 /// The whole model.
 pub(crate) struct NativeModel {
+    pub activations: Activations,
     pub hidden: usize,
     pub vocab: usize,
     pub max_positions: usize,
@@ -152,7 +177,20 @@ impl NativeModel {
             }),
             None => None,
         };
+        let activations = match &plan.lm_head.weight {
+            genai_frontend::Weight::Dense { tensor, .. } => match tensor.dtype {
+                genai_frontend::WeightDType::F16 => Activations::F16,
+                genai_frontend::WeightDType::BF16 => Activations::BF16,
+                genai_frontend::WeightDType::F32 => Activations::F32,
+            },
+            genai_frontend::Weight::Int4(w) => match w.scales.dtype {
+                genai_frontend::WeightDType::F16 => Activations::F16,
+                genai_frontend::WeightDType::BF16 => Activations::BF16,
+                genai_frontend::WeightDType::F32 => Activations::F32,
+            },
+        };
         Ok(NativeModel {
+            activations,
             hidden: dims.hidden,
             vocab: dims.vocab,
             max_positions: dims.max_positions,

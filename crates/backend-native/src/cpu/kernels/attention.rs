@@ -208,33 +208,11 @@ impl Body for Heads<'_> {
                         std::array::from_fn(|_| next()),
                     ),
                 }
-                let mut invs = [0f32; HEADS_TOGETHER];
-                for (buf, inv) in bufs.chunks_mut(span).zip(invs.iter_mut()).take(n) {
-                    *inv = softmax(p, &mut buf[..len]);
+                for buf in bufs.chunks_mut(span).take(n) {
+                    softmax(p, &mut buf[..len]);
                 }
                 let out = &mut self.out[t][(h - self.heads.start) * hs..][..n * hs];
-                let mut es = bufs.chunks(span).map(|b| &b[..len]);
-                let mut outs = out.chunks_exact_mut(hs);
-                macro_rules! ws {
-                    ($n:literal) => {
-                        weighted_sum::<$n>(
-                            std::array::from_fn(|_| es.next().unwrap_or_default()),
-                            std::array::from_fn(|i| invs[i]),
-                            v,
-                            std::array::from_fn(|_| outs.next().unwrap_or_default()),
-                        )
-                    };
-                }
-                match n {
-                    1 => ws!(1),
-                    2 => ws!(2),
-                    3 => ws!(3),
-                    4 => ws!(4),
-                    5 => ws!(5),
-                    6 => ws!(6),
-                    7 => ws!(7),
-                    _ => ws!(8),
-                }
+                weighted_sums(self.isa, &bufs, span, len, n, v, out);
                 h += n;
             }
         }
@@ -245,9 +223,10 @@ impl Body for Heads<'_> {
 /// once for all of them (8 x 32 f32 accumulators fit in AVX-512 registers).
 const HEADS_TOGETHER: usize = 8;
 
-/// Soft-caps the scores `s`, replaces them by `exp(s - max)`, and returns `1 / sum`.
+/// Soft-caps the scores `s` and replaces them by the softmax weights
+/// `p_j = exp(s_j - max) * (1 / sum_j exp(s_j - max))`.
 #[inline(always)]
-fn softmax(p: &AttentionParams, s: &mut [f32]) -> f32 {
+fn softmax(p: &AttentionParams, s: &mut [f32]) {
     if let Some(c) = p.softcap {
         for s in s.iter_mut() {
             *s = c * (*s / c).tanh();
@@ -267,7 +246,52 @@ fn softmax(p: &AttentionParams, s: &mut [f32]) -> f32 {
     for (j, &e) in groups.remainder().iter().enumerate() {
         lanes[j] += e;
     }
-    1.0 / hsum16(&lanes)
+    let inv = 1.0 / hsum16(&lanes);
+    for s in s.iter_mut() {
+        *s *= inv;
+    }
+}
+
+/// `out_i = sum_j p_ij v_j` for the `n` heads whose weights are in `bufs` (slots of `span`,
+/// first `len` used), in increasing `j` with one fused multiply-add per element.
+#[inline(always)]
+fn weighted_sums(
+    isa: Isa,
+    bufs: &[f32],
+    span: usize,
+    len: usize,
+    n: usize,
+    v: &[f32],
+    out: &mut [f32],
+) {
+    let hs = out.len() / n;
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx512 | Isa::Avx512Vnni) {
+        let mut ps = bufs.chunks(span).map(|b| &b[..len]);
+        let mut outs = out.chunks_exact_mut(hs);
+        macro_rules! go {
+            ($n:literal) => {{
+                let p: [&[f32]; $n] = std::array::from_fn(|_| ps.next().unwrap_or_default());
+                let o: [&mut [f32]; $n] = std::array::from_fn(|_| outs.next().unwrap_or_default());
+                // SAFETY: `isa` passed `isa::checked`: AVX-512 F/BW/VL, AVX2, FMA, F16C exist.
+                unsafe { x86::weighted_sum_avx512(p, v, o) }
+            }};
+        }
+        return match n {
+            1 => go!(1),
+            2 => go!(2),
+            3 => go!(3),
+            4 => go!(4),
+            5 => go!(5),
+            6 => go!(6),
+            7 => go!(7),
+            _ => go!(8),
+        };
+    }
+    let _ = isa;
+    for (pb, o) in bufs.chunks(span).zip(out.chunks_exact_mut(hs)).take(n) {
+        weighted_sum(&pb[..len], v, o);
+    }
 }
 
 /// For each of `N` heads: `out[j] = scale * (q . k_j)` for the rows `k_j` of `k`.
@@ -286,40 +310,31 @@ fn scores<const N: usize>(isa: Isa, q: [&[f32]; N], k: &[f32], scale: f32, out: 
     }
 }
 
-/// For each of `N` heads: `out = sum_j (e_j * inv) v_j` in increasing `j`, one fused
-/// multiply-add per element; 32 outputs per head stay in registers across `j`.
+/// One head's `out = sum_j p_j v_j` (portable): 64 outputs at a time stay in registers.
 #[inline(always)]
-fn weighted_sum<const N: usize>(
-    e: [&[f32]; N],
-    inv: [f32; N],
-    v: &[f32],
-    mut out: [&mut [f32]; N],
-) {
-    const BLOCK: usize = 32;
-    let hs = out[0].len();
+fn weighted_sum(p: &[f32], v: &[f32], out: &mut [f32]) {
+    const BLOCK: usize = 64;
+    let hs = out.len();
     let mut d0 = 0;
-    while d0 < hs {
-        let width = BLOCK.min(hs - d0);
-        let mut acc = [[0f32; BLOCK]; N];
-        for (j, vr) in v.chunks_exact(hs).enumerate() {
-            let vb = &vr[d0..d0 + width];
-            for i in 0..N {
-                let w = e[i][j] * inv[i];
-                if width == BLOCK {
-                    for d in 0..BLOCK {
-                        acc[i][d] = w.mul_add(vb[d], acc[i][d]);
-                    }
-                } else {
-                    for (a, &x) in acc[i].iter_mut().zip(vb) {
-                        *a = w.mul_add(x, *a);
-                    }
-                }
+    while d0 + BLOCK <= hs {
+        let mut acc = [0f32; BLOCK];
+        for (&w, vr) in p.iter().zip(v.chunks_exact(hs)) {
+            let vb = &vr[d0..d0 + BLOCK];
+            for d in 0..BLOCK {
+                acc[d] = w.mul_add(vb[d], acc[d]);
             }
         }
-        for (o, a) in out.iter_mut().zip(&acc) {
-            o[d0..d0 + width].copy_from_slice(&a[..width]);
+        out[d0..d0 + BLOCK].copy_from_slice(&acc);
+        d0 += BLOCK;
+    }
+    if d0 < hs {
+        let tail = &mut out[d0..];
+        tail.fill(0.0);
+        for (&w, vr) in p.iter().zip(v.chunks_exact(hs)) {
+            for (o, &x) in tail.iter_mut().zip(&vr[d0..]) {
+                *o = w.mul_add(x, *o);
+            }
         }
-        d0 += width;
     }
 }
 

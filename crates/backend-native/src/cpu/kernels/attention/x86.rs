@@ -120,6 +120,65 @@ pub(super) fn scores_avx512<const N: usize>(
     }
 }
 
+/// For each of `N` heads (up to 8): `out_i = sum_j p_ij v_j` over the rows `v_j` of `v`, in
+/// increasing `j` with one fused multiply-add per element, 32 outputs per head per pass (two
+/// `zmm` each), so every value row is loaded once for all heads.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) fn weighted_sum_avx512<const N: usize>(
+    p: [&[f32]; N],
+    v: &[f32],
+    mut out: [&mut [f32]; N],
+) {
+    let hs = out[0].len();
+    let rows = p[0].len();
+    assert!(N <= 8 && hs > 0);
+    assert!(p.iter().all(|p| p.len() == rows) && out.iter().all(|o| o.len() == hs));
+    assert!(v.len() == rows * hs);
+    let mut d0 = 0;
+    while d0 < hs {
+        let width = (hs - d0).min(32);
+        let m0: __mmask16 = if width >= 16 {
+            0xFFFF
+        } else {
+            ((1u32 << width) - 1) as __mmask16
+        };
+        let m1: __mmask16 = if width >= 32 {
+            0xFFFF
+        } else if width > 16 {
+            ((1u32 << (width - 16)) - 1) as __mmask16
+        } else {
+            0
+        };
+        let mut acc = [[_mm512_setzero_ps(); 2]; N];
+        for j in 0..rows {
+            // SAFETY: lanes d0 .. d0 + width of row j < rows lie inside `v` (rows * hs values);
+            // masked-off lanes are not read.
+            let (v0, v1) = unsafe {
+                let row = v.as_ptr().add(j * hs + d0);
+                (
+                    _mm512_maskz_loadu_ps(m0, row),
+                    _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)),
+                )
+            };
+            for i in 0..N {
+                // SAFETY: j < rows = p[i].len().
+                let w = _mm512_set1_ps(unsafe { *p[i].get_unchecked(j) });
+                acc[i][0] = _mm512_fmadd_ps(w, v0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(w, v1, acc[i][1]);
+            }
+        }
+        for (o, a) in out.iter_mut().zip(&acc) {
+            let dst = &mut o[d0..d0 + width];
+            // SAFETY: `dst` holds `width` f32; masked-off lanes are not written.
+            unsafe {
+                _mm512_mask_storeu_ps(dst.as_mut_ptr(), m0, a[0]);
+                _mm512_mask_storeu_ps(dst.as_mut_ptr().wrapping_add(16), m1, a[1]);
+            }
+        }
+        d0 += width;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

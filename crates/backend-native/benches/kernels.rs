@@ -164,7 +164,11 @@ fn small(c: &mut Criterion) {
     });
     let pool = ThreadPool::new(2).expect("pool");
     c.bench_function("thread_pool_empty_2t", |b| {
-        b.iter(|| pool.run_each(vec![0u8, 1], |_, v| drop(black_box(v))))
+        b.iter(|| {
+            pool.run_each(vec![0u8, 1], |_, v| {
+                black_box(v);
+            })
+        })
     });
 }
 

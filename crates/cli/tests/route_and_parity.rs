@@ -5,7 +5,12 @@ mod common;
 use common::*;
 
 fn fixture(name: &str) -> String {
-    repo_root().join("models/fixtures").join(name).to_str().expect("utf-8").to_string()
+    repo_root()
+        .join("models/fixtures")
+        .join(name)
+        .to_str()
+        .expect("utf-8")
+        .to_string()
 }
 
 #[test]
@@ -15,24 +20,55 @@ fn route_explains_auto_and_explicit_choices() {
     assert_eq!(auto["backend"], "native");
     assert_eq!(auto["device"], "cpu");
     assert_eq!(auto["facts"]["lift"]["ok"], true);
-    assert!(auto["plan"].as_str().expect("plan summary").contains("int4"), "{auto}");
+    assert!(
+        auto["plan"]
+            .as_str()
+            .expect("plan summary")
+            .contains("int4"),
+        "{auto}"
+    );
     let ort = run_cli_json(&["route", &dir, "--backend", "ort", "--json"]);
     assert_eq!(ort["backend"], "ort");
-    assert!(ort["reasons"].as_array().expect("reasons").iter().any(|r| r.as_str().unwrap_or("").contains("ort requested")));
+    assert!(
+        ort["reasons"]
+            .as_array()
+            .expect("reasons")
+            .iter()
+            .any(|r| r.as_str().unwrap_or("").contains("ort requested"))
+    );
 }
 
 #[test]
 fn route_falls_back_from_a_configured_cuda_device_without_cuda() {
     let out = run_cli_json(&["route", &fixture("llama-fp16-cuda"), "--json"]);
     assert_eq!(out["facts"]["configured_device"], "cuda");
-    assert_eq!(out["facts"]["onnxruntime_cuda"]["ok"], false, "this test runs where ONNX Runtime has no CUDA: {out}");
+    assert_eq!(
+        out["facts"]["onnxruntime_cuda"]["ok"], false,
+        "this test runs where ONNX Runtime has no CUDA: {out}"
+    );
     assert_eq!(out["device"], "cpu");
-    assert!(out["reasons"][0].as_str().expect("reason").contains("asks for cuda"), "{out}");
+    assert!(
+        out["reasons"][0]
+            .as_str()
+            .expect("reason")
+            .contains("asks for cuda"),
+        "{out}"
+    );
 }
 
 #[test]
 fn parity_passes_in_tolerance_and_reports_the_fields() {
-    let out = run_cli_json(&["parity", &fixture("qwen2-fp32-cpu"), "--a", "ort", "--b", "native", "--tokens", "16", "--json"]);
+    let out = run_cli_json(&[
+        "parity",
+        &fixture("qwen2-fp32-cpu"),
+        "--a",
+        "ort",
+        "--b",
+        "native",
+        "--tokens",
+        "16",
+        "--json",
+    ]);
     assert_eq!(out["pass"], true, "{out}");
     assert!(out["max_abs_logit_diff"].as_f64().expect("number") < 1e-4);
     assert_eq!(out["top1_agreement"], 1.0);
@@ -59,9 +95,22 @@ fn parity_reads_prompt_files_and_rejects_bad_ids() {
 #[test]
 fn generate_with_verify_keeps_a_matching_native_decoder() {
     let out = run_cli_json(&[
-        "generate", &fixture("mistral-fp32-cpu"), "--prompt-ids", "1,5,9", "--max-length", "12", "--verify", "--json",
+        "generate",
+        &fixture("mistral-fp32-cpu"),
+        "--prompt-ids",
+        "1,5,9",
+        "--max-length",
+        "12",
+        "--verify",
+        "--json",
     ]);
     assert_eq!(out["route"]["backend"], "native");
     let reasons = out["route"]["reasons"].as_array().expect("reasons");
-    assert!(reasons.iter().any(|r| r.as_str().unwrap_or("").starts_with("verify: native matches")), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r
+            .as_str()
+            .unwrap_or("")
+            .starts_with("verify: native matches")),
+        "{reasons:?}"
+    );
 }

@@ -16,9 +16,15 @@ fn logits() -> Vec<f32> {
 fn sampling(c: &mut Criterion) {
     let logits = logits();
     let mut sampler = Sampler::new(1);
-    c.bench_function("greedy argmax 151936", |b| b.iter(|| argmax(black_box(&logits))));
-    c.bench_function("top-k 50 sample 151936", |b| b.iter(|| sampler.sample(black_box(&logits), 50, 0.0, 0.8)));
-    c.bench_function("top-p 0.9 sample 151936", |b| b.iter(|| sampler.sample(black_box(&logits), 0, 0.9, 0.8)));
+    c.bench_function("greedy argmax 151936", |b| {
+        b.iter(|| argmax(black_box(&logits)))
+    });
+    c.bench_function("top-k 50 sample 151936", |b| {
+        b.iter(|| sampler.sample(black_box(&logits), 50, 0.0, 0.8))
+    });
+    c.bench_function("top-p 0.9 sample 151936", |b| {
+        b.iter(|| sampler.sample(black_box(&logits), 0, 0.9, 0.8))
+    });
     c.bench_function("top-k 50 + top-p 0.9 sample 151936", |b| {
         b.iter(|| sampler.sample(black_box(&logits), 50, 0.9, 0.8))
     });

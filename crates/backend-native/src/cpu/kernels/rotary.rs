@@ -172,6 +172,26 @@ mod tests {
                 rotary(&mut got, &pos, hs, &cos, &sin, rd, inter).unwrap();
                 let want = reference(&x, &pos, hs, &cos, &sin, rd, inter);
                 assert_bits(&got, &want, &format!("hs {hs} rd {rd} interleaved {inter}"));
+                for isa in Isa::available() {
+                    let mut y = x.clone();
+                    let heads = x.len() / (pos.len() * hs);
+                    let body = Rotate {
+                        x: &mut y,
+                        positions: &pos,
+                        heads,
+                        head_size: hs,
+                        cos: &cos,
+                        sin: &sin,
+                        half,
+                        interleaved: inter,
+                    };
+                    dispatch(isa, body);
+                    assert_bits(
+                        &y,
+                        &want,
+                        &format!("{isa:?} hs {hs} rd {rd} interleaved {inter}"),
+                    );
+                }
                 // Untouched tail and position 0 identity.
                 assert_bits(&got[rd..hs], &x[rd..hs], "tail");
                 assert_bits(&got[..hs], &x[..hs], "position 0");

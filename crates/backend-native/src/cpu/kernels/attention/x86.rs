@@ -66,10 +66,12 @@ pub(super) fn scores_avx512<const N: usize>(
     let (groups, rem) = (hs / 16, hs % 16);
     let mask: __mmask16 = ((1u32 << rem) - 1) as __mmask16;
     let kp = k.as_ptr();
-    // SAFETY (all loads below): group g < groups reads [16g, 16g + 16) of a row of hs values;
+    // Bounds of the loads below: group g < groups reads [16g, 16g + 16) of a row of hs values;
     // the masked tail reads only lanes < rem of [16 groups, hs); key rows are < `rows`, and `k`
     // holds rows * hs values, each `q` hs values (asserted).
+    // SAFETY: a full group of a row (see above).
     let load = |row: *const f32, g: usize| unsafe { _mm512_loadu_ps(row.add(16 * g)) };
+    // SAFETY: the masked tail of a row (see above); masked-off lanes are not read.
     let load_tail = |row: *const f32| unsafe { _mm512_maskz_loadu_ps(mask, row.add(16 * groups)) };
     let key = |r: usize| kp.wrapping_add(r * hs);
     let scale_v = _mm512_set1_ps(scale);

@@ -180,8 +180,8 @@ fn tile<const R: usize, const C: usize>(
     let ws: [&[f32]; C] = std::array::from_fn(|c| w.row(c0 + c));
     #[cfg(target_arch = "x86_64")]
     match isa {
-        // SAFETY: `isa` passed `isa::checked`, so AVX-512 F/BW/VL, AVX2, FMA and F16C exist.
         Isa::Avx512 | Isa::Avx512Vnni => {
+            // SAFETY: `isa` passed `isa::checked`, so AVX-512 F/BW/VL, AVX2, FMA and F16C exist.
             return unsafe { super::dense_x86::tile_avx512(xs, ws, w.kp) };
         }
         // SAFETY: `isa` passed `isa::checked`, so AVX2, FMA and F16C exist.

@@ -64,7 +64,7 @@ pub(crate) fn tile_i8(
     #[cfg(target_arch = "x86_64")]
     {
         use super::int4_x86 as x;
-        // SAFETY (all arms): `isa` passed `isa::checked`, so the features each kernel enables
+        // SAFETY: in every arm `isa` passed `isa::checked`, so the features the kernel enables
         // were detected at run time (VNNI only for `Avx512Vnni`).
         unsafe {
             match (isa, rn, cn) {
@@ -108,7 +108,7 @@ pub(crate) fn tile_f32(
     #[cfg(target_arch = "x86_64")]
     {
         use super::int4_x86 as x;
-        // SAFETY (all arms): `isa` passed `isa::checked`, so the features each kernel enables
+        // SAFETY: in every arm `isa` passed `isa::checked`, so the features the kernel enables
         // were detected at run time.
         unsafe {
             match (isa, rn, cn) {
@@ -125,6 +125,7 @@ pub(crate) fn tile_f32(
     go!(f32_scalar, 1, 1)
 }
 
+#[inline(always)]
 fn emit<const R: usize, const C: usize>(
     t: &[[f32; C]; R],
     r0: usize,

@@ -28,28 +28,29 @@ struct I8Slices<const R: usize, const C: usize> {
 }
 
 impl<const R: usize, const C: usize> I8Slices<R, C> {
+    #[inline(always)]
     fn new(w: &Int4Weight, cols: [usize; C], a: &QuantAct, rows: [usize; R]) -> Self {
         let (kp, nbp) = (w.kp, w.nbp);
-        let wd = cols.map(|c| w.col_data(c));
-        let sb = cols.map(|c| w.col_scales(c));
-        let zp = cols.map(|c| w.col_zp_u8(c));
-        let (qa, sal, qs) = (
-            rows.map(|r| a.q(r)),
-            rows.map(|r| a.sa_lane(r)),
-            rows.map(|r| a.qsum(r)),
-        );
-        assert!(wd.iter().all(|s| s.len() == kp / 2) && sb.iter().all(|s| s.len() == nbp));
-        assert!(zp.iter().all(|z| z.is_none_or(|z| z.len() == nbp + 8)));
-        assert!(qa.iter().all(|s| s.len() == kp) && sal.iter().all(|s| s.len() == kp / 8));
-        assert!(qs.iter().all(|s| s.len() == kp / 8));
-        Self {
-            wd: wd.map(<[u8]>::as_ptr),
-            sb: sb.map(<[f32]>::as_ptr),
-            zp: zp.map(|z| z.map(<[u8]>::as_ptr)),
-            qa: qa.map(<[i8]>::as_ptr),
-            sal: sal.map(<[f32]>::as_ptr),
-            qs: qs.map(<[i32]>::as_ptr),
+        // Plain loops rather than array maps: this runs once per tile and must stay cheap.
+        let mut s = Self {
+            wd: [std::ptr::null(); C],
+            sb: [std::ptr::null(); C],
+            zp: [None; C],
+            qa: [std::ptr::null(); R],
+            sal: [std::ptr::null(); R],
+            qs: [std::ptr::null(); R],
+        };
+        for (i, &c) in cols.iter().enumerate() {
+            let (wd, sb, zp) = (w.col_data(c), w.col_scales(c), w.col_zp_u8(c));
+            assert!(wd.len() == kp / 2 && sb.len() == nbp && zp.is_none_or(|z| z.len() == nbp + 8));
+            (s.wd[i], s.sb[i], s.zp[i]) = (wd.as_ptr(), sb.as_ptr(), zp.map(<[u8]>::as_ptr));
         }
+        for (i, &r) in rows.iter().enumerate() {
+            let (qa, sal, qs) = (a.q(r), a.sa_lane(r), a.qsum(r));
+            assert!(qa.len() == kp && sal.len() == kp / 8 && qs.len() == kp / 8);
+            (s.qa[i], s.sal[i], s.qs[i]) = (qa.as_ptr(), sal.as_ptr(), qs.as_ptr());
+        }
+        s
     }
 }
 
@@ -103,6 +104,7 @@ macro_rules! i8_avx512 {
     ($name:ident, $features:literal, $dot:ident) => {
         /// int8 tile of `R x C` outputs (AVX-512; `$dot` does the u8 x i8 lane products).
         #[target_feature(enable = $features)]
+        #[allow(clippy::needless_range_loop)] // (row, column) index parallel arrays
         pub(crate) fn $name<const R: usize, const C: usize>(
             w: &Int4Weight,
             cols: [usize; C],
@@ -121,10 +123,11 @@ macro_rules! i8_avx512 {
             while g < chunks {
                 let mut d = [[_mm512_setzero_si512(); C]; R];
                 for cc in g..g + cpb {
-                    // SAFETY (all loads in this loop): cc < kp / 128, so the activation reads
+                    // Bounds of every load in this loop: cc < kp / 128, so the activation reads
                     // [cc * 128, cc * 128 + 128) of kp bytes and [cc * 16, cc * 16 + 16) of kp / 8
                     // sums; the weights [cc * 64, cc * 64 + 64) of kp / 2 bytes; the zero points
                     // 8 bytes from block cc * 128 >> sh < nbp, of nbp + 8.
+                    // SAFETY: activation bytes and sums of chunk cc (see above).
                     let av: [(__m512i, __m512i, __m512i); R] = std::array::from_fn(|r| unsafe {
                         let q = s.qa[r].add(cc * CHUNK);
                         (
@@ -138,14 +141,17 @@ macro_rules! i8_avx512 {
                         // ahead (a hint; the address may lie past the weights and is never read).
                         let ahead = s.wd[c].wrapping_add(PREFETCH_COLS * w.kp / 2 + cc * 64);
                         _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                        // SAFETY: weight bytes of chunk cc (see above).
                         let v = unsafe { _mm512_loadu_si512(s.wd[c].add(cc * 64).cast()) };
                         let lo = _mm512_and_si512(v, mask);
                         let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v), mask);
                         let zl = s.zp[c].map(|z| {
                             let first = (cc * CHUNK) >> sh;
                             if bs >= CHUNK {
+                                // SAFETY: first < nbp (see above).
                                 _mm512_set1_epi32(i32::from(unsafe { *z.add(first) }))
                             } else {
+                                // SAFETY: 8 bytes from first < nbp, of nbp + 8 (see above).
                                 let v = _mm512_cvtepu8_epi32(unsafe { zps_raw(z, first) });
                                 _mm512_permutexvar_epi32(idx, v)
                             }
@@ -200,6 +206,7 @@ i8_avx512!(
 );
 
 /// int8 tile of `R x C` outputs with AVX2: each 16-lane vector is two `ymm` halves.
+#[allow(clippy::needless_range_loop)] // (row, column) index parallel arrays
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) fn i8_avx2<const R: usize, const C: usize>(
     w: &Int4Weight,
@@ -227,10 +234,11 @@ pub(crate) fn i8_avx2<const R: usize, const C: usize>(
         let mut d = [[(zi, zi); C]; R];
         for cc in g..g + cpb {
             for c in 0..C {
-                // SAFETY (loads in this loop): as in the AVX-512 kernel, chunk cc < kp / 128
-                // bounds every offset inside the slices checked by `I8Slices::new`.
+                // Bounds: as in the AVX-512 kernel, chunk cc < kp / 128 bounds every offset of
+                // this loop inside the slices checked by `I8Slices::new`.
                 let ahead = s.wd[c].wrapping_add(PREFETCH_COLS * w.kp / 2 + cc * 64);
                 _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                // SAFETY: weight bytes [cc * 64, cc * 64 + 64) of kp / 2.
                 let (v0, v1) = unsafe {
                     let p = s.wd[c].add(cc * 64);
                     (
@@ -244,9 +252,11 @@ pub(crate) fn i8_avx2<const R: usize, const C: usize>(
                 let zl = s.zp[c].map(|z| {
                     let first = (cc * CHUNK) >> sh;
                     if bs >= CHUNK {
+                        // SAFETY: first < nbp.
                         let v = _mm256_set1_epi32(i32::from(unsafe { *z.add(first) }));
                         (v, v)
                     } else {
+                        // SAFETY: 8 bytes from first < nbp, of nbp + 8.
                         let v = _mm256_cvtepu8_epi32(unsafe { zps_raw(z, first) });
                         (
                             _mm256_permutevar8x32_epi32(v, i0),
@@ -255,6 +265,7 @@ pub(crate) fn i8_avx2<const R: usize, const C: usize>(
                     }
                 });
                 for r in 0..R {
+                    // SAFETY: activation bytes [cc * 128, +128) of kp, sums [cc * 16, +16) of kp / 8.
                     let (a0, a1, a2, a3, q0, q1) = unsafe {
                         let q = s.qa[r].add(cc * CHUNK).cast::<__m256i>();
                         let qs = s.qs[r].add(cc * 16).cast::<__m256i>();
@@ -324,23 +335,26 @@ struct F32Slices<const R: usize, const C: usize> {
 }
 
 impl<const R: usize, const C: usize> F32Slices<R, C> {
+    #[inline(always)]
     fn new(w: &Int4Weight, cols: [usize; C], xs: [&[f32]; R]) -> Self {
-        let (wd, sb, zp) = (
-            cols.map(|c| w.col_data(c)),
-            cols.map(|c| w.col_scales(c)),
-            cols.map(|c| w.col_zp_f32(c)),
-        );
-        assert!(wd.iter().all(|s| s.len() == w.kp / 2) && sb.iter().all(|s| s.len() == w.nbp));
-        assert!(
-            zp.iter().all(|z| z.is_none_or(|z| z.len() == w.nbp))
-                && xs.iter().all(|x| x.len() == w.kp)
-        );
-        Self {
-            wd: wd.map(<[u8]>::as_ptr),
-            sb: sb.map(<[f32]>::as_ptr),
-            zp: zp.map(|z| z.map(<[f32]>::as_ptr)),
-            xs: xs.map(<[f32]>::as_ptr),
+        let mut s = Self {
+            wd: [std::ptr::null(); C],
+            sb: [std::ptr::null(); C],
+            zp: [None; C],
+            xs: [std::ptr::null(); R],
+        };
+        for (i, &c) in cols.iter().enumerate() {
+            let (wd, sb, zp) = (w.col_data(c), w.col_scales(c), w.col_zp_f32(c));
+            assert!(
+                wd.len() == w.kp / 2 && sb.len() == w.nbp && zp.is_none_or(|z| z.len() == w.nbp)
+            );
+            (s.wd[i], s.sb[i], s.zp[i]) = (wd.as_ptr(), sb.as_ptr(), zp.map(<[f32]>::as_ptr));
         }
+        for (i, x) in xs.iter().enumerate() {
+            assert!(x.len() == w.kp);
+            s.xs[i] = x.as_ptr();
+        }
+        s
     }
 
     /// Scale and zero point of block `b < nbp` of tile column `c`.
@@ -366,6 +380,7 @@ unsafe fn unpack32(p: *const u8) -> (__m128i, __m128i) {
 }
 
 /// f32 tile of `R x C` outputs (AVX-512): dequantize 16 values at a time, fused multiply-add.
+#[allow(clippy::needless_range_loop)] // (row, column) index parallel arrays
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 pub(crate) fn f32_avx512<const R: usize, const C: usize>(
     w: &Int4Weight,
@@ -417,6 +432,7 @@ pub(crate) fn f32_avx512<const R: usize, const C: usize>(
 }
 
 /// f32 tile of `R x C` outputs (AVX2): as [`f32_avx512`] with two `ymm` halves per 16 lanes.
+#[allow(clippy::needless_range_loop)] // (row, column) index parallel arrays
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) fn f32_avx2<const R: usize, const C: usize>(
     w: &Int4Weight,

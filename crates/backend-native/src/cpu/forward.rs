@@ -113,6 +113,9 @@ fn run_linear(
     Ok(y)
 }
 
+/// q, k and v rows.
+type Projected = (Vec<f32>, Vec<f32>, Vec<f32>);
+
 /// q, k, v for `m` tokens as `[m, heads * head]`, `[m, kv_heads * head]`, `[m, kv_heads * head]`.
 fn project_qkv(
     qkv: &Qkv,
@@ -120,7 +123,7 @@ fn project_qkv(
     m: usize,
     act: Activations,
     pool: &ThreadPool,
-) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), Error> {
+) -> Result<Projected, Error> {
     match qkv {
         Qkv::Separate { q, k, v } => Ok((
             run_linear(q, x, m, act, pool)?,

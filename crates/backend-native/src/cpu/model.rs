@@ -58,6 +58,7 @@ impl Norm {
 }
 
 /// The q, k, v projections.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Qkv {
     Fused {
         linear: Linear,
@@ -73,6 +74,7 @@ pub(crate) enum Qkv {
 }
 
 /// The feed-forward block.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Mlp {
     Gated {
         gate: Linear,

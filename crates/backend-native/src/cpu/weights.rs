@@ -145,7 +145,7 @@ pub(crate) fn int4(model: &OnnxModel, w: &PlanInt4) -> Result<Int4Weight, Error>
             }
         }
     };
-    Ok(Int4Weight::new(
+    Int4Weight::new(
         w.k,
         w.n,
         w.block_size,
@@ -153,7 +153,7 @@ pub(crate) fn int4(model: &OnnxModel, w: &PlanInt4) -> Result<Int4Weight, Error>
         &packed,
         scales,
         zero_points,
-    )?)
+    )
 }
 
 /// An embedding table as f32 rows `[vocab, hidden]`.
@@ -206,7 +206,11 @@ fn dequantize_rows(model: &OnnxModel, w: &PlanInt4) -> Result<Vec<f32>, Error> {
             None => 8.0,
             Some((values, true)) => {
                 let byte = values.get(row * zp_row + b / 2).copied().unwrap_or(136.0) as u8;
-                f32::from(if b % 2 == 0 { byte & 0x0f } else { byte >> 4 })
+                f32::from(if b.is_multiple_of(2) {
+                    byte & 0x0f
+                } else {
+                    byte >> 4
+                })
             }
             Some((values, false)) => values.get(row * blocks + b).copied().unwrap_or(8.0),
         }

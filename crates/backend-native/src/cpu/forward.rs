@@ -59,20 +59,23 @@ pub(crate) fn forward(
     let act = model.activations;
     act.round(&mut x);
     let mut normed = vec![0.0f32; m * hidden];
+    // With half-precision activations, ONNX Runtime's fused skip-norms normalise the f32 sum and
+    // hand on the sum rounded to half precision as the residual: norm first, then round.
     for (layer, cache) in model.layers.iter().zip(caches.iter_mut()) {
         apply_norm(&layer.attn_norm, &x, &mut normed)?;
+        act.round(&mut x);
         act.round(&mut normed);
         let attn = attention_block(
             model, layer, cache, capacity, past_len, &positions, &normed, pool,
         )?;
         let out = run_linear(&layer.output, &attn, m, act, pool)?;
         kernels::add_in_place(&mut x, &out)?;
-        act.round(&mut x);
         apply_norm(&layer.mlp_norm, &x, &mut normed)?;
-        act.round(&mut normed);
-        let down = mlp_block(&layer.mlp, &normed, m, act, pool)?;
-        kernels::add_in_place(&mut x, &down)?;
         act.round(&mut x);
+        act.round(&mut normed);
+        let mut down = mlp_block(&layer.mlp, &normed, m, pool)?;
+        act.round(&mut down);
+        kernels::add_in_place(&mut x, &down)?;
     }
     let last = &x[(m - 1) * hidden..];
     let mut final_normed = vec![0.0f32; hidden];
@@ -171,6 +174,9 @@ fn attention_block(
         let input = k.clone();
         apply_norm(norm, &input, &mut k)?;
     }
+    // The attention kernel of a half-precision graph works on half-precision q, k and v.
+    act.round(&mut q);
+    act.round(&mut k);
     if layer.rotary {
         let r = model.rotary.as_ref().ok_or(Error::Invalid {
             what: "rotary",
@@ -259,13 +265,10 @@ fn gated(
     Ok(out)
 }
 
-fn mlp_block(
-    mlp: &Mlp,
-    x: &[f32],
-    m: usize,
-    act: Activations,
-    pool: &ThreadPool,
-) -> Result<Vec<f32>, Error> {
+/// The feed-forward block in f32. ONNX Runtime's CPU provider runs a half-precision graph's MLP
+/// (MatMul, the fused activation, Mul, MatMul) in f32 too, rounding only the block's output.
+fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f32>, Error> {
+    let act = Activations::F32;
     match mlp {
         Mlp::Gated {
             gate,

@@ -53,9 +53,22 @@ pub fn attention(
     out: &mut [f32],
     pool: &ThreadPool,
 ) -> Result<(), Error> {
-    attention_with(Isa::best(), p, q, k_cache, v_cache, out, pool)
+    attention_with(
+        Isa::best(),
+        p,
+        q,
+        k_cache,
+        v_cache,
+        out,
+        pool,
+        MIN_WORK_PER_THREAD,
+    )
 }
 
+/// Query-key dimension products below which attention is not split further across threads.
+const MIN_WORK_PER_THREAD: usize = 1 << 17;
+
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn attention_with(
     isa: Isa,
     p: &AttentionParams,
@@ -64,6 +77,7 @@ pub(crate) fn attention_with(
     v_cache: &[f32],
     out: &mut [f32],
     pool: &ThreadPool,
+    min_work: usize,
 ) -> Result<(), Error> {
     validate(p, q, k_cache, v_cache, out)?;
     let isa = isa::checked(isa);
@@ -71,7 +85,11 @@ pub(crate) fn attention_with(
         return Ok(());
     }
     let hs = p.head_size;
-    let bounds = split_bounds(p.num_heads, pool.threads(), 1);
+    let span = p.window.map_or(p.past_len + p.new_tokens, |w| {
+        w.min(p.past_len + p.new_tokens)
+    });
+    let work = p.num_heads * p.new_tokens * span * hs;
+    let bounds = split_bounds(p.num_heads, pool.parts_for(work, min_work), 1);
     let cols: Vec<usize> = bounds.iter().map(|b| b * hs).collect();
     let parts = split_columns(out, p.new_tokens, p.num_heads * hs, &cols);
     pool.run_each(parts, |i, out| {

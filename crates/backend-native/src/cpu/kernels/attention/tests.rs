@@ -69,7 +69,7 @@ fn run_all(p: &AttentionParams, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
     for isa in Isa::available() {
         for pool in &pools {
             let mut out = vec![f32::NAN; q.len()];
-            attention_with(isa, p, q, k, v, &mut out, pool).unwrap();
+            attention_with(isa, p, q, k, v, &mut out, pool, 0).unwrap();
             match &first {
                 None => first = Some(out),
                 Some(f) => assert_bits(&out, f, &format!("{isa:?}, {} threads", pool.threads())),

@@ -70,10 +70,15 @@ pub fn linear(
     y: &mut [f32],
     pool: &ThreadPool,
 ) -> Result<(), Error> {
-    linear_with(Isa::best(), x, m, w, bias, y, pool)
+    linear_with(Isa::best(), x, m, w, bias, y, pool, MIN_MACS_PER_THREAD)
 }
 
-/// [`linear`] on a chosen instruction set (tests compare every level).
+/// Multiply-adds below which a linear layer is not split further across threads.
+const MIN_MACS_PER_THREAD: usize = 1 << 18;
+
+/// [`linear`] on a chosen instruction set and minimum work per thread (tests compare every
+/// level and force splits with `min_macs = 0`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn linear_with(
     isa: Isa,
     x: &[f32],
@@ -82,6 +87,7 @@ pub(crate) fn linear_with(
     bias: Option<&[f32]>,
     y: &mut [f32],
     pool: &ThreadPool,
+    min_macs: usize,
 ) -> Result<(), Error> {
     let isa = isa::checked(isa);
     let (k, n) = (w.k(), w.n());
@@ -93,7 +99,8 @@ pub(crate) fn linear_with(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let bounds = split_bounds(n, pool.threads(), LANES);
+    let parts = pool.parts_for(m.saturating_mul(n).saturating_mul(k), min_macs);
+    let bounds = split_bounds(n, parts, LANES);
     let parts = split_columns(y, m, n, &bounds);
     match w {
         Weight::Dense(dw) => {

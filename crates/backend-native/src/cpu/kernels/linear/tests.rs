@@ -49,7 +49,7 @@ fn run_all(x: &[f32], m: usize, w: &Weight, bias: Option<&[f32]>) -> Vec<f32> {
     for isa in Isa::available() {
         for pool in &pools {
             let mut y = vec![f32::NAN; m * w.n()];
-            linear_with(isa, x, m, w, bias, &mut y, pool).unwrap();
+            linear_with(isa, x, m, w, bias, &mut y, pool, 0).unwrap();
             match &first {
                 None => first = Some(y),
                 Some(f) => assert_bits(&y, f, &format!("{isa:?} with {} threads", pool.threads())),
@@ -69,6 +69,7 @@ fn run_all(x: &[f32], m: usize, w: &Weight, bias: Option<&[f32]>) -> Vec<f32> {
                 bias,
                 &mut y,
                 &pools[0],
+                0,
             )
             .unwrap();
             assert_bits(

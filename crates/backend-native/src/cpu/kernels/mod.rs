@@ -4,6 +4,7 @@
 //! [`crate::Error`] on a mismatch instead of panicking, runs on [`Isa::best`], and gives results
 //! that are bitwise independent of the instruction set and of the thread count.
 
+mod aligned;
 mod isa;
 mod math;
 #[cfg(test)]

@@ -116,3 +116,22 @@ fn columns_split_disjointly() {
         }
     }
 }
+
+#[test]
+fn pool_is_shareable() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<ThreadPool>();
+    let pool = std::sync::Arc::new(ThreadPool::new(2).unwrap());
+    let p2 = std::sync::Arc::clone(&pool);
+    let n = std::thread::spawn(move || {
+        let hits = AtomicUsize::new(0);
+        p2.run_each(vec![(); 4], |_, ()| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        hits.load(Ordering::Relaxed)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(n, 4);
+    drop(pool);
+}

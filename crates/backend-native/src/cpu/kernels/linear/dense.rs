@@ -10,6 +10,7 @@
 use std::ops::Range;
 
 use super::{Rows, round_up};
+use crate::cpu::kernels::aligned::Aligned;
 use crate::cpu::kernels::isa::Isa;
 use crate::cpu::kernels::math::{LANES, hsum16};
 use crate::error::{Error, check_len, mul};
@@ -20,7 +21,7 @@ pub struct DenseWeight {
     k: usize,
     n: usize,
     kp: usize,
-    data: Vec<f32>,
+    data: Aligned<f32>,
 }
 
 impl std::fmt::Debug for DenseWeight {
@@ -60,7 +61,7 @@ impl DenseWeight {
 
     /// Row `c` of the transposed weight (length `kp`).
     pub(crate) fn row(&self, c: usize) -> &[f32] {
-        &self.data[c * self.kp..(c + 1) * self.kp]
+        &self.data.as_slice()[c * self.kp..(c + 1) * self.kp]
     }
 
     pub(crate) fn kp(&self) -> usize {
@@ -75,7 +76,8 @@ impl DenseWeight {
     ) -> Result<Self, Error> {
         check_len("weight", mul("weight", k, n)?, src.len())?;
         let kp = round_up(k, LANES);
-        let mut data = vec![0f32; mul("weight", n, kp)?];
+        let mut data = Aligned::zeroed(mul("weight", n, kp)?);
+        let dst = data.as_mut_slice();
         // Transpose in 32 x 32 tiles so both sides stay in cache.
         const T: usize = 32;
         for k0 in (0..k).step_by(T) {
@@ -83,7 +85,7 @@ impl DenseWeight {
                 for i in k0..(k0 + T).min(k) {
                     let src_row = &src[i * n..];
                     for c in n0..(n0 + T).min(n) {
-                        data[c * kp + i] = cvt(src_row[c]);
+                        dst[c * kp + i] = cvt(src_row[c]);
                     }
                 }
             }

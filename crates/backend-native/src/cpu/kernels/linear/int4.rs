@@ -21,6 +21,7 @@ use std::ops::Range;
 
 use super::int4_quant::QuantAct;
 use super::{Rows, pad_rows, round_up};
+use crate::cpu::kernels::aligned::Aligned;
 use crate::cpu::kernels::isa::Isa;
 use crate::error::{Error, check_len, invalid, mul};
 
@@ -79,7 +80,7 @@ pub struct Int4Weight {
     /// Blocks per column after padding (`kp / block_size`).
     pub(crate) nbp: usize,
     /// `[n, kp / 2]` in the lane layout described above.
-    pub(crate) data: Vec<u8>,
+    pub(crate) data: Aligned<u8>,
     /// `[n, nbp]`, zero for padding blocks.
     pub(crate) scales: Vec<f32>,
     pub(crate) zp: Zp,
@@ -193,8 +194,8 @@ impl Int4Weight {
         let kp = round_up(nb * block_size, CHUNK);
         let nbp = kp / block_size;
         let col_bytes = kp / 2;
-        let mut data = vec![0u8; mul("B", n, col_bytes)?];
-        for (c, dst) in data.chunks_mut(col_bytes).enumerate() {
+        let mut data = Aligned::zeroed(mul("B", n, col_bytes)?);
+        for (c, dst) in data.as_mut_slice().chunks_mut(col_bytes).enumerate() {
             let src = &packed[c * nb * blob..(c + 1) * nb * blob];
             for e in 0..nb * block_size {
                 let q = (src[e / 2] >> (4 * (e % 2))) & 0x0F;
@@ -285,7 +286,7 @@ impl Int4Weight {
     }
 
     pub(crate) fn col_data(&self, c: usize) -> &[u8] {
-        &self.data[c * self.kp / 2..(c + 1) * self.kp / 2]
+        &self.data.as_slice()[c * self.kp / 2..(c + 1) * self.kp / 2]
     }
 
     pub(crate) fn col_scales(&self, c: usize) -> &[f32] {
@@ -339,10 +340,10 @@ impl Int4Weight {
             Prepared::I8(a) => a.m,
         };
         let rows_f32 = match input {
-            Prepared::F32(x) => Some(Rows::new(x, self.kp, m)),
+            Prepared::F32(x) => Some(Rows::new(x.as_slice(), self.kp, m)),
             Prepared::I8(_) => None,
         };
-        let (tile_rows, tile_cols) = super::int4_scalar::tile_shape(isa, self.compute, m);
+        let (tile_rows, tile_cols) = super::int4_scalar::tile_shape(isa, self.compute);
         for rb in (0..m).step_by(ROW_BLOCK) {
             let rb_end = (rb + ROW_BLOCK).min(m);
             let mut c0 = cols.start;
@@ -395,7 +396,7 @@ pub(crate) fn lane_position(e: usize) -> (usize, u32) {
 /// Activations prepared for one call.
 pub(crate) enum Prepared {
     /// `[m, kp]` zero-padded f32 rows.
-    F32(Vec<f32>),
+    F32(Aligned<f32>),
     /// int8 blocks.
     I8(QuantAct),
 }

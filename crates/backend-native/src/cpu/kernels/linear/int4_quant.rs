@@ -13,6 +13,7 @@
 //! block) and `qsum` (the sum of the lane's 8 quantized values, for the zero-point correction).
 
 use super::int4::CHUNK;
+use crate::cpu::kernels::aligned::Aligned;
 use crate::cpu::kernels::isa::{Body, Isa, dispatch};
 
 /// Lanes per chunk: 8 values each.
@@ -22,7 +23,7 @@ const LANES_PER_CHUNK: usize = CHUNK / 8;
 pub(crate) struct QuantAct {
     pub(crate) m: usize,
     kp: usize,
-    q: Vec<i8>,
+    q: Aligned<i8>,
     sa_lane: Vec<f32>,
     qsum: Vec<i32>,
 }
@@ -41,7 +42,7 @@ impl QuantAct {
         let mut act = Self {
             m,
             kp,
-            q: vec![0; m * kp],
+            q: Aligned::zeroed(m * kp),
             sa_lane: vec![0.0; m * lanes],
             qsum: vec![0; m * lanes],
         };
@@ -57,7 +58,7 @@ impl QuantAct {
                     scales: &mut block_scales,
                 },
             );
-            let q = &mut act.q[r * kp..(r + 1) * kp];
+            let q = &mut act.q.as_mut_slice()[r * kp..(r + 1) * kp];
             let sa = &mut act.sa_lane[r * lanes..(r + 1) * lanes];
             let qs = &mut act.qsum[r * lanes..(r + 1) * lanes];
             for (lane, ((sa, qs), vals)) in sa.iter_mut().zip(qs).zip(natural.chunks(8)).enumerate()
@@ -75,7 +76,7 @@ impl QuantAct {
 
     /// Row `r`'s quantized values in lane layout (`kp` bytes).
     pub(crate) fn q(&self, r: usize) -> &[i8] {
-        &self.q[r * self.kp..(r + 1) * self.kp]
+        &self.q.as_slice()[r * self.kp..(r + 1) * self.kp]
     }
 
     /// Row `r`'s per-lane block scales (`kp / 8`).

@@ -25,13 +25,11 @@ use super::int4_quant::QuantAct;
 use crate::cpu::kernels::isa::Isa;
 use crate::cpu::kernels::math::{LANES, hsum16};
 
-/// `(rows, cols)` of the full tile for this instruction set and compute type, given `m` rows in
-/// the call (decode favours wider column tiles); row and column tails use `1 x 1`.
-pub(crate) fn tile_shape(isa: Isa, compute: Int4Compute, m: usize) -> (usize, usize) {
+/// `(rows, cols)` of the full tile for this instruction set and compute type. Fewer rows than
+/// a full tile run as `1 x cols` tiles, a column tail as `1 x 1`.
+pub(crate) fn tile_shape(isa: Isa, compute: Int4Compute) -> (usize, usize) {
     match (isa, compute) {
-        (Isa::Avx512 | Isa::Avx512Vnni, Int4Compute::Int8) if m >= 4 => (4, 2),
-        (Isa::Avx512 | Isa::Avx512Vnni, Int4Compute::Int8) => (1, 4),
-        (Isa::Avx512 | Isa::Avx512Vnni, Int4Compute::Fp32) => (4, 4),
+        (Isa::Avx512 | Isa::Avx512Vnni, _) => (4, 4),
         (Isa::Avx2, Int4Compute::Int8) => (1, 2),
         (Isa::Avx2, Int4Compute::Fp32) => (1, 4),
         (Isa::Scalar, _) => (1, 1),
@@ -68,12 +66,10 @@ pub(crate) fn tile_i8(
         // were detected at run time (VNNI only for `Avx512Vnni`).
         unsafe {
             match (isa, rn, cn) {
-                (Isa::Avx512Vnni, 4, 2) => return go!(x::i8_avx512vnni, 4, 2),
-                (Isa::Avx512Vnni, 1, 2) => return go!(x::i8_avx512vnni, 1, 2),
+                (Isa::Avx512Vnni, 4, 4) => return go!(x::i8_avx512vnni, 4, 4),
                 (Isa::Avx512Vnni, 1, 4) => return go!(x::i8_avx512vnni, 1, 4),
                 (Isa::Avx512Vnni, _, _) => return go!(x::i8_avx512vnni, 1, 1),
-                (Isa::Avx512, 4, 2) => return go!(x::i8_avx512bw, 4, 2),
-                (Isa::Avx512, 1, 2) => return go!(x::i8_avx512bw, 1, 2),
+                (Isa::Avx512, 4, 4) => return go!(x::i8_avx512bw, 4, 4),
                 (Isa::Avx512, 1, 4) => return go!(x::i8_avx512bw, 1, 4),
                 (Isa::Avx512, _, _) => return go!(x::i8_avx512bw, 1, 1),
                 (Isa::Avx2, 1, 2) => return go!(x::i8_avx2, 1, 2),

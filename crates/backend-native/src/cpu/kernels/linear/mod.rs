@@ -17,6 +17,7 @@ mod int4_x86;
 pub use dense::DenseWeight;
 pub use int4::{Int4Compute, Int4Weight, Scales, ZeroPoints};
 
+use crate::cpu::kernels::aligned::Aligned;
 use crate::cpu::kernels::isa::{self, Isa};
 use crate::cpu::kernels::math::LANES;
 use crate::cpu::threads::{ThreadPool, split_bounds, split_columns};
@@ -109,7 +110,7 @@ pub(crate) fn linear_with(
                 Rows::new(x, k, m)
             } else {
                 padded = pad_rows(x, m, k, dw.kp());
-                Rows::new(&padded, dw.kp(), m)
+                Rows::new(padded.as_slice(), dw.kp(), m)
             };
             pool.run_each(parts, |p, mut out| {
                 dense::matmul_cols(isa, dw, &rows, bias, bounds[p]..bounds[p + 1], &mut out);
@@ -148,9 +149,9 @@ impl<'a, T> Rows<'a, T> {
 }
 
 /// Copies `[m, k]` rows into `[m, kp]` with zeros after column `k`.
-pub(crate) fn pad_rows(x: &[f32], m: usize, k: usize, kp: usize) -> Vec<f32> {
-    let mut out = vec![0f32; m * kp];
-    for (dst, src) in out.chunks_mut(kp).zip(x.chunks(k.max(1))) {
+pub(crate) fn pad_rows(x: &[f32], m: usize, k: usize, kp: usize) -> Aligned<f32> {
+    let mut out = Aligned::zeroed(m * kp);
+    for (dst, src) in out.as_mut_slice().chunks_mut(kp).zip(x.chunks(k.max(1))) {
         dst[..k].copy_from_slice(&src[..k]);
     }
     out

@@ -5,11 +5,14 @@
 //! | fp32      | 1e-4               | 100%            | 1e-6   | identical     |
 //! | fp16      | 5e-2               | ≥ 99%           | 1e-2   | may diverge   |
 //! | bf16      | 1e-1               | ≥ 99%           | 2e-2   | may diverge   |
-//! | int4      | 5e-2               | ≥ 99%           | 1e-2   | identical     |
+//! | int4      | 2e-1               | ≥ 99%           | 1e-3   | identical     |
 //!
 //! fp32 differs only by summation order. Half precisions round every intermediate, so a
-//! near-tie may flip one token and the sequences then diverge. int4 backends that follow ONNX
-//! Runtime's MatMulNBits quantization of activations agree closely; greedy tokens must match.
+//! near-tie may flip one token and the sequences then diverge. int4 (MatMulNBits with
+//! accuracy_level 4) quantizes activations to int8 per block; the native decoder follows ONNX
+//! Runtime's recipe, which it matches to ~5e-6 at block size 64, but ONNX Runtime's kernels for
+//! block sizes 16 and 32 round differently (measured on the fixtures: 1.3e-2 to 1.1e-1 max
+//! absolute logit difference, KL ≤ 3.2e-4, greedy tokens identical). Greedy tokens must match.
 
 use serde::Serialize;
 
@@ -41,7 +44,7 @@ impl Tolerance {
             Precision::Fp32 => (1e-4, 1.0, 1e-6, true),
             Precision::Fp16 => (5e-2, 0.99, 1e-2, false),
             Precision::Bf16 => (1e-1, 0.99, 2e-2, false),
-            Precision::Int4 => (5e-2, 0.99, 1e-2, true),
+            Precision::Int4 => (2e-1, 0.99, 1e-3, true),
         };
         Tolerance {
             precision,

@@ -1,5 +1,5 @@
-//! Generator semantics on a real model through ONNX Runtime: both KV cache modes agree, and
-//! rewinding behaves as the official runtime does.
+//! Generator semantics on a real model: ONNX Runtime's two KV cache modes agree, and rewinding
+//! behaves as the official runtime does on ONNX Runtime and on the native CPU decoder.
 
 mod common;
 
@@ -68,14 +68,23 @@ fn static_and_growing_kv_caches_give_the_same_tokens_and_logits() {
 /// g.rewind_to(7); g.generate_next_token()   # -> prompt + [178, 226, 103, 305, 122]
 /// g.rewind_to(4); g.append_tokens([5, 6]); g.generate_next_token()   # -> prompt + [5, 6, 29]
 /// ```
+fn native(config: &Config) -> genai_backend_native::CpuDecoder {
+    let model = genai_onnx::OnnxModel::load(&config.decoder_path()).expect("model");
+    let plan = genai_frontend::lift(&model, config).expect("lift");
+    genai_backend_native::CpuDecoder::load(&model, &plan, &Default::default()).expect("native")
+}
+
 #[test]
 fn rewind_matches_the_official_runtime() {
-    let (config, decoder) = load("llama-fp32-cpu");
-    for share_buffer in [true, false] {
+    let (config, ort) = load("llama-fp32-cpu");
+    let native = native(&config);
+    let decoders: [(&dyn genai_engine::Decoder, bool); 3] =
+        [(&ort, true), (&ort, false), (&native, true)];
+    for (decoder, share_buffer) in decoders {
         let mut search = config.search.clone();
         search.max_length = 30;
         search.past_present_share_buffer = share_buffer;
-        let mut g = Generator::new(&decoder, &config.model, &search).expect("generator");
+        let mut g = Generator::new(decoder, &config.model, &search).expect("generator");
         g.append_tokens(&[1, 100, 200, 300]).expect("prompt");
         for _ in 0..8 {
             g.generate_next_token().expect("step");

@@ -152,6 +152,16 @@ impl ThreadPool {
         }
     }
 
+    /// Runs `f(part)` for parts `0..parts`, concurrently (part `p` on participant `p %
+    /// threads`, part 0 on the calling thread); returns when all are done. A panic in `f` is
+    /// propagated.
+    pub fn for_parts(&self, parts: usize, f: impl Fn(usize) + Sync) {
+        match &self.shared {
+            Some(shared) if parts > 1 => self.run(shared, parts, &f),
+            _ => (0..parts).for_each(f),
+        }
+    }
+
     /// Splits `0..len` into at most `threads` contiguous ranges (see [`split_bounds`]) and runs
     /// `f` on each, concurrently.
     pub fn for_ranges(&self, len: usize, align: usize, f: impl Fn(Range<usize>) + Sync) {

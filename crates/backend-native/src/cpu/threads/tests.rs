@@ -49,6 +49,20 @@ fn run_each_runs_everything_once() {
 }
 
 #[test]
+fn for_parts_runs_every_part_once() {
+    for threads in [1, 2, 3] {
+        let pool = ThreadPool::new(threads).unwrap();
+        for parts in 0..8 {
+            let hits: Vec<AtomicUsize> = (0..parts).map(|_| AtomicUsize::new(0)).collect();
+            pool.for_parts(parts, |p| {
+                hits[p].fetch_add(1, Ordering::Relaxed);
+            });
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+        }
+    }
+}
+
+#[test]
 fn workers_wake_after_parking() {
     let pool = ThreadPool::new(2).unwrap();
     let count = AtomicUsize::new(0);

@@ -2,8 +2,10 @@
 //! int4), split over output columns across threads.
 //!
 //! Decode (`m == 1`) is a memory-bound GEMV: each thread streams its own column range of the
-//! weights once. Prefill (`m > 1`) walks blocks of rows and, within a block, tiles of columns, so
-//! the weights stream from memory once per block of rows and are reused from cache within it.
+//! weights once (dense weights: as several parallel streams, and a thread that finishes early
+//! takes over the tail of the others' ranges). Prefill (`m > 1`) walks blocks of rows and, within
+//! a block, tiles of columns, so the weights stream from memory once per block of rows and are
+//! reused from cache within it (dense weights: a register-blocked micro-kernel over k blocks).
 
 mod dense;
 #[cfg(target_arch = "x86_64")]
@@ -102,6 +104,15 @@ pub(crate) fn linear_with(
     }
     let parts = pool.parts_for(m.saturating_mul(n).saturating_mul(k), min_macs);
     let bounds = split_bounds(n, parts, LANES);
+    if let (Weight::Dense(dw), 1) = (w, m) {
+        if dw.kp() == k {
+            dense::gemv_parallel(isa, dw, x, bias, y, pool, &bounds);
+        } else {
+            let padded = pad_rows(x, 1, k, dw.kp());
+            dense::gemv_parallel(isa, dw, padded.as_slice(), bias, y, pool, &bounds);
+        }
+        return Ok(());
+    }
     let parts = split_columns(y, m, n, &bounds);
     match w {
         Weight::Dense(dw) => {

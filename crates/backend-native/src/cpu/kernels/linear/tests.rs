@@ -90,8 +90,13 @@ fn dense_matches_reference_on_every_path() {
         (1, 17, 5),
         (1, 64, 33),
         (3, 100, 9),
+        (4, 100, 9),
         (6, 37, 20),
         (18, 48, 7),
+        // Several k blocks of the prefill GEMM, a partial last panel.
+        (5, 1000, 13),
+        // Several row blocks and k blocks, row tiles of every height.
+        (59, 4864, 12),
     ] {
         for with_bias in [false, true] {
             let x = vec(&mut g, m * k, 1.0);
@@ -107,6 +112,41 @@ fn dense_matches_reference_on_every_path() {
                 |i| 1e-6 * mag[i] + 1e-6,
                 &format!("dense m{m} k{k} n{n}"),
             );
+        }
+    }
+}
+
+#[test]
+fn dense_decode_gives_the_same_bits_however_the_columns_are_claimed() {
+    // On one thread, part 0 runs first and then claims all of the other parts from the back:
+    // every output must come out as when each part runs its own columns.
+    let mut g = rng(7);
+    let (k, n) = (70, 300);
+    let x = vec(&mut g, k, 1.0);
+    let w_kn = vec(&mut g, k * n, 1.0);
+    let bias = vec(&mut g, n, 1.0);
+    let dw = DenseWeight::from_f32(k, n, &w_kn).unwrap();
+    let xp = pad_rows(&x, 1, k, dw.kp());
+    let single = ThreadPool::single();
+    let pool = ThreadPool::new(3).unwrap();
+    for isa in Isa::available() {
+        let mut want = vec![f32::NAN; n];
+        dense::gemv_parallel(
+            isa,
+            &dw,
+            xp.as_slice(),
+            Some(&bias),
+            &mut want,
+            &single,
+            &[0, n],
+        );
+        for parts in [2, 3, 7] {
+            let bounds = split_bounds(n, parts, LANES);
+            for p in [&single, &pool] {
+                let mut y = vec![f32::NAN; n];
+                dense::gemv_parallel(isa, &dw, xp.as_slice(), Some(&bias), &mut y, p, &bounds);
+                assert_bits(&y, &want, &format!("{isa:?} {parts} parts"));
+            }
         }
     }
 }

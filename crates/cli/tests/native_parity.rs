@@ -9,20 +9,8 @@ use genai_backend_native::{CpuDecoder, CpuOptions};
 use genai_backend_ort::{Device, OrtDecoder, OrtOptions};
 use genai_config::Config;
 use genai_onnx::OnnxModel;
-use genai_parity::{ParityOptions, Precision, Tolerance, compare};
+use genai_parity::{ParityOptions, Tolerance, compare};
 use std::path::PathBuf;
-
-fn precision_of(plan: &genai_frontend::DecoderPlan) -> Precision {
-    use genai_frontend::{Weight, WeightDType};
-    match &plan.lm_head.weight {
-        Weight::Int4(_) => Precision::Int4,
-        Weight::Dense { tensor, .. } => match tensor.dtype {
-            WeightDType::F32 => Precision::Fp32,
-            WeightDType::F16 => Precision::Fp16,
-            WeightDType::BF16 => Precision::Bf16,
-        },
-    }
-}
 
 fn models() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = fixture_dirs()
@@ -41,7 +29,7 @@ fn native_cpu_matches_onnx_runtime_on_every_model() {
         let model = OnnxModel::load(&config.decoder_path()).expect("model");
         let plan = genai_frontend::lift(&model, &config)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let precision = precision_of(&plan);
+        let precision = genai_runtime::precision_of(&plan);
         let native =
             CpuDecoder::load(&model, &plan, &CpuOptions { threads: Some(2) }).expect("native");
         let ort = OrtDecoder::load(

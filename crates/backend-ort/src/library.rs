@@ -1,5 +1,6 @@
 //! Finding and loading the ONNX Runtime shared library, in a stated order:
-//! 1. `ORT_DYLIB_PATH` (a file, or a folder holding the library),
+//! 1. `ORT_DYLIB_PATH` (a file, or a folder holding the library), then `ORT_LIB_PATH` (the
+//!    variable ONNX Runtime GenAI's Python package sets before it loads its core library),
 //! 2. beside the running executable,
 //! 3. the project cache under the cargo target directory (filled by this crate's build script),
 //! 4. the `onnxruntime` Python package's `capi/` folder (`python3` on PATH).
@@ -108,15 +109,17 @@ fn load_first_usable() -> Result<Loaded, String> {
 /// Every place we look, in order.
 pub fn candidates() -> Vec<Candidate> {
     let mut found = Vec::new();
-    if let Some(value) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(value);
-        if path.is_dir() {
-            found.extend(in_folder("ORT_DYLIB_PATH", &path));
-        } else {
-            found.push(Candidate {
-                source: "ORT_DYLIB_PATH",
-                path,
-            });
+    for variable in ["ORT_DYLIB_PATH", "ORT_LIB_PATH"] {
+        if let Some(value) = std::env::var_os(variable).filter(|v| !v.is_empty()) {
+            let path = PathBuf::from(value);
+            if path.is_dir() {
+                found.extend(in_folder(variable, &path));
+            } else {
+                found.push(Candidate {
+                    source: variable,
+                    path,
+                });
+            }
         }
     }
     if let Some(dir) = std::env::current_exe()

@@ -16,6 +16,7 @@
 
 mod check;
 mod de;
+mod edit;
 mod error;
 mod extras;
 mod model;
@@ -30,6 +31,7 @@ mod unsupported;
 use std::path::{Path, PathBuf};
 
 pub use de::{EosTokenId, Int, Int64, Merge, NamedEntries, NamedList, Opaque, StringMap};
+pub use edit::{DeviceFilter, DeviceFilterField};
 pub use error::Error;
 pub use extras::{DynamicBatching, Engine, Speculative};
 pub use model::{

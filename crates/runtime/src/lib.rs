@@ -178,3 +178,20 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         plan,
     })
 }
+
+/// Opens ONNX Runtime on `device` for what the routed decoder cannot do (the C ABI uses it for
+/// batch sizes the native decoder does not run yet).
+pub fn open_ort(
+    config: &Config,
+    device: DeviceKind,
+    threads: Option<usize>,
+) -> Result<Box<dyn Decoder>, Error> {
+    let options = OrtOptions {
+        device: Some(match device {
+            DeviceKind::Cpu => Device::Cpu,
+            DeviceKind::Cuda => Device::Cuda,
+        }),
+        threads,
+    };
+    Ok(Box::new(OrtDecoder::load(config, &options)?))
+}

@@ -191,7 +191,7 @@ impl Tokenizer {
     }
 
     /// A streaming decoder: feed it generated ids one at a time.
-    pub fn stream(&self) -> StreamDecoder<'_> {
+    pub fn stream(&self) -> StreamDecoder<&Tokenizer> {
         StreamDecoder::new(self)
     }
 
@@ -283,6 +283,7 @@ mod tests {
     #[test]
     fn tokenizer_is_send_and_sync() {
         assert_send_sync::<Tokenizer>();
-        assert_send_sync::<StreamDecoder<'_>>();
+        assert_send_sync::<StreamDecoder<&Tokenizer>>();
+        assert_send_sync::<StreamDecoder<std::sync::Arc<Tokenizer>>>();
     }
 }

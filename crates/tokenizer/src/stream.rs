@@ -1,11 +1,14 @@
-//! Streaming detokenizer: turns generated ids, one at a time, into text chunks whose
-//! concatenation equals `Tokenizer::decode` of all the ids, never splitting a UTF-8 character.
+//! Streaming detokenizer: turns generated ids, one at a time, into text chunks, never splitting
+//! a UTF-8 character, with the official runtime's streaming rules.
 //!
-//! For BPE tokenizers, decoded with the runtime's byte-wise rules, each id adds bytes: the
-//! complete characters are emitted and an unfinished one (at most 3 bytes) is held back. Like
-//! decode, the stream ends at the first invalid sequence (emitting one U+FFFD) or NUL byte; at
-//! `flush`, a held-back partial character becomes U+FFFD, and so does a stream that produced no
-//! text at all from at least one id (decode's answer for, say, a lone special token).
+//! For BPE tokenizers, decoded with the runtime's byte-wise rules, each id adds bytes to a
+//! pending buffer, which is then cut into characters by their lead byte's declared length
+//! (high nibble 0x0-0xB: 1 byte, 0xC-0xD: 2, 0xE: 3, 0xF: 4). Each whole cut is emitted when it
+//! is a valid character — not NUL, not U+FFFE/U+FFFF — and silently dropped otherwise; a last
+//! cut that is still short stays pending for the next id. So unlike `decode` (which stops at the
+//! first invalid sequence with one U+FFFD) a stream skips broken bytes and goes on; for valid
+//! text the two agree. `flush` drops whatever is still pending, as the official stream (which
+//! has no flush) never emits it.
 //!
 //! For other tokenizers (decoded by the `tokenizers` library) it keeps a small window of ids:
 //! `window[..read]` is context that was already emitted, `window[read..]` is held back. Each push
@@ -13,18 +16,20 @@
 //! ends in U+FFFD (an incomplete character). After each emission the window slides, so a long
 //! generation costs O(1) per token.
 
-use crate::detok::{Stop, scan};
 use crate::{Error, Tokenizer};
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// Held-back tokens after which a chunk is emitted even if it ends in U+FFFD (window mode only).
 /// A character is at most 4 bytes, so real text never gets here; this only bounds the work on
 /// hostile id streams.
 const MAX_HELD: usize = 64;
 
-/// Incremental decoder made by [`Tokenizer::stream`].
+/// Incremental decoder made by [`Tokenizer::stream`] (borrowing the tokenizer) or
+/// [`StreamDecoder::shared`] (holding an `Arc` of it).
 #[derive(Debug)]
-pub struct StreamDecoder<'a> {
-    tokenizer: &'a Tokenizer,
+pub struct StreamDecoder<T: Deref<Target = Tokenizer>> {
+    tokenizer: T,
     /// Window mode: context ids followed by held-back ids. Byte mode: the held-back ids.
     window: Vec<u32>,
     /// Window mode: start of the held-back ids in `window`.
@@ -35,14 +40,17 @@ pub struct StreamDecoder<'a> {
     pending: Vec<u8>,
     /// Byte mode: whether the last id was a special token.
     after_special: bool,
-    /// Byte mode: ids seen, text emitted, and whether the text has ended.
-    seen_ids: bool,
-    emitted: bool,
-    ended: bool,
 }
 
-impl<'a> StreamDecoder<'a> {
-    pub(crate) fn new(tokenizer: &'a Tokenizer) -> Self {
+impl StreamDecoder<Arc<Tokenizer>> {
+    /// A decoder that keeps the tokenizer alive itself.
+    pub fn shared(tokenizer: Arc<Tokenizer>) -> Self {
+        Self::new(tokenizer)
+    }
+}
+
+impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
+    pub(crate) fn new(tokenizer: T) -> Self {
         Self {
             tokenizer,
             window: Vec::new(),
@@ -50,9 +58,6 @@ impl<'a> StreamDecoder<'a> {
             context_text: String::new(),
             pending: Vec::new(),
             after_special: false,
-            seen_ids: false,
-            emitted: false,
-            ended: false,
         }
     }
 
@@ -80,14 +85,9 @@ impl<'a> StreamDecoder<'a> {
     /// Emits whatever is still held back (at the end of a generation).
     pub fn flush(&mut self) -> Result<Option<String>, Error> {
         if self.tokenizer.decodes_bytes() {
-            let unfinished = !self.pending.is_empty() || (self.seen_ids && !self.emitted);
-            if self.ended || !unfinished {
-                return Ok(None);
-            }
-            self.ended = true;
-            self.window.clear();
             self.pending.clear();
-            return Ok(Some(self.chunk(String::new(), true)));
+            self.window.clear();
+            return Ok(None);
         }
         if self.read == self.window.len() {
             return Ok(None);
@@ -98,52 +98,36 @@ impl<'a> StreamDecoder<'a> {
 
     /// Forgets all ids, to start a new sequence.
     pub fn reset(&mut self) {
-        *self = Self::new(self.tokenizer);
+        self.window.clear();
+        self.read = 0;
+        self.context_text.clear();
+        self.pending.clear();
+        self.after_special = false;
     }
 
-    /// Number of ids kept for context and held back (stays small however long the stream).
+    /// Ids (window mode) or bytes (byte mode) kept for context and held back; stays small
+    /// however long the stream.
     pub fn window_len(&self) -> usize {
-        self.window.len()
+        self.window.len() + self.pending.len()
     }
 
     fn push_bytes(&mut self, id: u32) -> Option<String> {
-        self.seen_ids = true;
-        if self.ended {
-            return None;
-        }
-        let tokenizer = self.tokenizer;
-        tokenizer.push_bytes(id, &mut self.after_special, &mut self.pending);
-        self.window.push(id);
-        let (valid, end) = match scan(&self.pending) {
-            Stop::End => (self.pending.len(), None),
-            Stop::Partial(at) => (at, None),
-            Stop::Bad(at) => (at, Some(true)),
-            Stop::Nul(at) => (at, Some(false)),
-        };
-        let text = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
-        self.pending.drain(..valid);
-        if self.pending.is_empty() {
-            self.window.clear();
-        }
-        match end {
-            None => (!text.is_empty()).then(|| self.chunk(text, false)),
-            Some(bad) => {
-                self.ended = true;
-                self.pending.clear();
-                self.window.clear();
-                let replace = bad || (text.is_empty() && !self.emitted);
-                (replace || !text.is_empty()).then(|| self.chunk(text, replace))
+        self.tokenizer
+            .push_bytes(id, &mut self.after_special, &mut self.pending);
+        let mut text = String::new();
+        let mut at = 0;
+        while let Some(&lead) = self.pending.get(at) {
+            let len = declared_len(lead);
+            let Some(cut) = self.pending.get(at..at + len) else {
+                break;
+            };
+            if let Some(c) = whole_char(cut) {
+                text.push(c);
             }
+            at += len;
         }
-    }
-
-    /// A byte-mode chunk, with a U+FFFD appended if asked.
-    fn chunk(&mut self, mut text: String, replacement: bool) -> String {
-        if replacement {
-            text.push('\u{FFFD}');
-        }
-        self.emitted = true;
-        text
+        self.pending.drain(..at);
+        (!text.is_empty()).then_some(text)
     }
 
     /// Returns the part of `text` (the decoded window) past the context, and slides the window
@@ -160,6 +144,26 @@ impl<'a> StreamDecoder<'a> {
 
 /// Byte length of the longest common prefix of `a` and `b` that ends on a char boundary.
 /// Normally `b` starts with all of `a`; decoders that rewrite earlier text are the exception.
+/// The length a UTF-8 lead byte declares, read from its high nibble alone (continuation and
+/// invalid bytes count as one byte, 0xF8-0xFF as four).
+fn declared_len(lead: u8) -> usize {
+    match lead >> 4 {
+        0x0..=0xB => 1,
+        0xC | 0xD => 2,
+        0xE => 3,
+        _ => 4,
+    }
+}
+
+/// The character `bytes` encode, if they are exactly one valid one that the stream emits (NUL,
+/// U+FFFE and U+FFFF are not).
+fn whole_char(bytes: &[u8]) -> Option<char> {
+    let mut chars = std::str::from_utf8(bytes).ok()?.chars();
+    let c = chars.next()?;
+    let emitted = chars.next().is_none() && !matches!(c, '\0' | '\u{FFFE}' | '\u{FFFF}');
+    emitted.then_some(c)
+}
+
 fn common_prefix_len(a: &str, b: &str) -> usize {
     if b.starts_with(a) {
         return a.len();
@@ -172,7 +176,23 @@ fn common_prefix_len(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::common_prefix_len;
+    use super::{common_prefix_len, declared_len, whole_char};
+
+    #[test]
+    fn cuts_follow_the_lead_nibble_and_drop_what_is_not_one_character() {
+        assert_eq!(declared_len(b'a'), 1);
+        assert_eq!(declared_len(0x80), 1);
+        assert_eq!(declared_len(0xC3), 2);
+        assert_eq!(declared_len(0xE2), 3);
+        assert_eq!(declared_len(0xF0), 4);
+        assert_eq!(declared_len(0xFF), 4);
+        assert_eq!(whole_char("é".as_bytes()), Some('é'));
+        assert_eq!(whole_char(&[0x80]), None);
+        assert_eq!(whole_char(&[0]), None);
+        assert_eq!(whole_char("\u{FFFF}".as_bytes()), None);
+        assert_eq!(whole_char(&[0xF0, b'a', b'b', b'c']), None);
+        assert_eq!(whole_char(&[0xC0, 0x80]), None);
+    }
 
     #[test]
     fn common_prefix_is_on_char_boundaries() {

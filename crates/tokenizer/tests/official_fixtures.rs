@@ -113,11 +113,16 @@ fn check_folder(dir: &Path, failures: &mut Vec<String>) -> usize {
             &tok.decode(&ids).unwrap(),
             want,
         );
-        check(
-            format!("{name}: stream {ids:?}"),
-            &streamed(&tok, &ids),
-            want,
-        );
+        // The official stream skips broken bytes where decode stops at them, so the two agree
+        // only on text without U+FFFD (streams over broken bytes are compared with the official
+        // stream itself by the C ABI drop-in tests).
+        if !want.contains('\u{FFFD}') {
+            check(
+                format!("{name}: stream {ids:?}"),
+                &streamed(&tok, &ids),
+                want,
+            );
+        }
         checked += 1;
     }
     if let Some(special) = expected.get("tokenizer_special_ids") {

@@ -13,6 +13,44 @@ use std::sync::Arc;
 /// Upper bound on a tensor the library allocates, so a hostile shape cannot exhaust memory.
 const MAX_OWNED_BYTES: usize = 1 << 34;
 
+/// `OgaElementType`: a tensor's element type, as the ONNX data type code (an `int` in C).
+pub type OgaElementType = i32;
+
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_undefined: OgaElementType = 0;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_float32: OgaElementType = 1;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_uint8: OgaElementType = 2;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_int8: OgaElementType = 3;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_uint16: OgaElementType = 4;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_int16: OgaElementType = 5;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_int32: OgaElementType = 6;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_int64: OgaElementType = 7;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_string: OgaElementType = 8;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_bool: OgaElementType = 9;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_float16: OgaElementType = 10;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_float64: OgaElementType = 11;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_uint32: OgaElementType = 12;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_uint64: OgaElementType = 13;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_complex64: OgaElementType = 14;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_complex128: OgaElementType = 15;
+#[allow(non_upper_case_globals)]
+pub const OgaElementType_bfloat16: OgaElementType = 16;
+
 /// A tensor element type: `OgaElementType` uses the ONNX data type codes, so this is the
 /// loader's type, restricted to those a tensor can hold here (whole bytes, no strings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +61,7 @@ impl ElementType {
     pub const FLOAT32: ElementType = ElementType(DataType::Float);
 
     /// The type for a C value.
-    pub fn from_c(value: i32) -> Result<Self> {
+    pub fn from_c(value: OgaElementType) -> Result<Self> {
         let supported = DataType::from_onnx(value)
             .filter(|t| t.bits().is_some_and(|b| b % 8 == 0) && *t != DataType::String);
         supported.map(ElementType).ok_or_else(|| {
@@ -40,7 +78,7 @@ impl ElementType {
     }
 
     /// The C value.
-    pub fn to_c(self) -> i32 {
+    pub fn to_c(self) -> OgaElementType {
         self.0.to_onnx()
     }
 }
@@ -203,7 +241,7 @@ pub unsafe extern "C" fn OgaCreateTensorFromBuffer(
     data: *mut c_void,
     shape_dims: *const i64,
     shape_dims_count: usize,
-    element_type: i32,
+    element_type: OgaElementType,
     out: *mut *mut OgaTensor,
 ) -> *mut OgaResult {
     const F: &str = "OgaCreateTensorFromBuffer";
@@ -255,7 +293,10 @@ pub unsafe extern "C" fn OgaDestroyTensor(tensor: *mut OgaTensor) {
 /// # Safety
 /// `tensor` is null or live; `out` is writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn OgaTensorGetType(tensor: *mut OgaTensor, out: *mut i32) -> *mut OgaResult {
+pub unsafe extern "C" fn OgaTensorGetType(
+    tensor: *mut OgaTensor,
+    out: *mut OgaElementType,
+) -> *mut OgaResult {
     const F: &str = "OgaTensorGetType";
     guard(F, || {
         check_out(out, F, "out")?;

@@ -174,58 +174,112 @@ unsafe fn id_getter(
     })
 }
 
-macro_rules! id_function {
-    ($name:ident, $doc:literal, |$t:ident| $pick:expr) => {
-        #[doc = $doc]
-        ///
-        /// # Safety
-        /// `tokenizer` is null or live; `token_id` points to writable storage.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            tokenizer: *const OgaTokenizer,
-            token_id: *mut i32,
-        ) -> *mut OgaResult {
-            // SAFETY: forwarded contract.
-            unsafe { id_getter(stringify!($name), tokenizer, token_id, |$t| $pick) }
-        }
-    };
-}
-
 fn tag(tokenizer: &OgaTokenizer, index: usize, name: &str) -> Result<i32> {
     tokenizer.tags[index]
         .ok_or_else(|| Error::Invalid(format!("{name} is not defined for this model")))
 }
 
-id_function!(
-    OgaTokenizerGetBosTokenId,
-    "`bos_token_id` of genai_config.json.",
-    |t| Ok(t.bos)
-);
-id_function!(
-    OgaTokenizerGetPadTokenId,
-    "`pad_token_id` of genai_config.json.",
-    |t| Ok(t.pad)
-);
-id_function!(OgaTokenizerGetBotTokenId, "Tool-call start id.", |t| tag(
-    t,
-    0,
-    "bot_token_id"
-));
-id_function!(OgaTokenizerGetEotTokenId, "Tool-call end id.", |t| tag(
-    t,
-    1,
-    "eot_token_id"
-));
-id_function!(OgaTokenizerGetBorTokenId, "Reasoning start id.", |t| tag(
-    t,
-    2,
-    "bor_token_id"
-));
-id_function!(OgaTokenizerGetEorTokenId, "Reasoning end id.", |t| tag(
-    t,
-    3,
-    "eor_token_id"
-));
+/// `bos_token_id` of genai_config.json.
+///
+/// # Safety
+/// `tokenizer` is null or live; `token_id` points to writable storage.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn OgaTokenizerGetBosTokenId(
+    tokenizer: *const OgaTokenizer,
+    token_id: *mut i32,
+) -> *mut OgaResult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        id_getter("OgaTokenizerGetBosTokenId", tokenizer, token_id, |t| {
+            Ok(t.bos)
+        })
+    }
+}
+
+/// `pad_token_id` of genai_config.json.
+///
+/// # Safety
+/// `tokenizer` is null or live; `token_id` points to writable storage.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn OgaTokenizerGetPadTokenId(
+    tokenizer: *const OgaTokenizer,
+    token_id: *mut i32,
+) -> *mut OgaResult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        id_getter("OgaTokenizerGetPadTokenId", tokenizer, token_id, |t| {
+            Ok(t.pad)
+        })
+    }
+}
+
+/// Tool-call start id.
+///
+/// # Safety
+/// `tokenizer` is null or live; `token_id` points to writable storage.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn OgaTokenizerGetBotTokenId(
+    tokenizer: *const OgaTokenizer,
+    token_id: *mut i32,
+) -> *mut OgaResult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        id_getter("OgaTokenizerGetBotTokenId", tokenizer, token_id, |t| {
+            tag(t, 0, "bot_token_id")
+        })
+    }
+}
+
+/// Tool-call end id.
+///
+/// # Safety
+/// `tokenizer` is null or live; `token_id` points to writable storage.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn OgaTokenizerGetEotTokenId(
+    tokenizer: *const OgaTokenizer,
+    token_id: *mut i32,
+) -> *mut OgaResult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        id_getter("OgaTokenizerGetEotTokenId", tokenizer, token_id, |t| {
+            tag(t, 1, "eot_token_id")
+        })
+    }
+}
+
+/// Reasoning start id.
+///
+/// # Safety
+/// `tokenizer` is null or live; `token_id` points to writable storage.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn OgaTokenizerGetBorTokenId(
+    tokenizer: *const OgaTokenizer,
+    token_id: *mut i32,
+) -> *mut OgaResult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        id_getter("OgaTokenizerGetBorTokenId", tokenizer, token_id, |t| {
+            tag(t, 2, "bor_token_id")
+        })
+    }
+}
+
+/// Reasoning end id.
+///
+/// # Safety
+/// `tokenizer` is null or live; `token_id` points to writable storage.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn OgaTokenizerGetEorTokenId(
+    tokenizer: *const OgaTokenizer,
+    token_id: *mut i32,
+) -> *mut OgaResult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        id_getter("OgaTokenizerGetEorTokenId", tokenizer, token_id, |t| {
+            tag(t, 3, "eor_token_id")
+        })
+    }
+}
 
 /// `OgaResult* OgaTokenizerGetEosTokenIds(const OgaTokenizer*, const int32_t** eos_token_ids,
 /// size_t* token_count)`: the ids stay owned by the tokenizer.

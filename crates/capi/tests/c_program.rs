@@ -1,0 +1,147 @@
+//! Builds `tests/c/smoke.c` against the generated header, links it to the drop-in library and
+//! runs it on models with official reference outputs: the sequence it prints must equal the
+//! official ONNX Runtime GenAI 0.18 sequence, and its error checks must pass.
+
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>`: the test binary lives in its `deps/` folder, the cdylib beside it.
+fn profile_dir() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let deps = exe.parent().context("test binary folder")?;
+    Ok(deps.parent().context("profile folder")?.to_path_buf())
+}
+
+fn library_name() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "libonnxruntime_genai.dylib"
+    } else {
+        "libonnxruntime_genai.so"
+    }
+}
+
+/// Installs the library under its official name (`libonnxruntime-genai.so`, the soname it
+/// carries) in a folder of its own, as a user would, and compiles the C program against it.
+fn build_program() -> Result<PathBuf> {
+    let profile = profile_dir()?;
+    let built = profile.join(library_name());
+    ensure!(
+        built.is_file(),
+        "{} was not built in {}",
+        library_name(),
+        profile.display()
+    );
+    let lib_dir = profile.join("capi-c-test");
+    std::fs::create_dir_all(&lib_dir)?;
+    let installed = lib_dir.join(library_name().replace("onnxruntime_genai", "onnxruntime-genai"));
+    std::fs::copy(&built, &installed)?;
+    let out = lib_dir.join("smoke");
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .arg("-std=c11")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg(crate_dir().join("tests/c/smoke.c"))
+        .arg("-o")
+        .arg(&out)
+        .arg(format!("-L{}", lib_dir.display()))
+        .arg("-lonnxruntime-genai")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .status()
+        .context("running the C compiler (set CC, or install cc)")?;
+    ensure!(status.success(), "the C program did not compile");
+    Ok(out)
+}
+
+fn first_case(model: &Path) -> Result<(Vec<i64>, u64, Vec<i64>)> {
+    let text = std::fs::read_to_string(model.join("expected_ort_genai_0.18.json"))?;
+    let json: Value = serde_json::from_str(&text)?;
+    let case = &json["cases"][0];
+    let ids = |v: &Value| -> Vec<i64> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_i64)
+            .collect()
+    };
+    let max_length = case["max_length"].as_u64().context("max_length")?;
+    Ok((
+        ids(&case["prompt_ids"]),
+        max_length,
+        ids(&case["greedy_sequence"]),
+    ))
+}
+
+fn run(program: &Path, model: &Path, backend: &str) -> Result<()> {
+    let (prompt, max_length, want) = first_case(model)?;
+    let joined = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let output = Command::new(program)
+        .arg(model)
+        .arg(max_length.to_string())
+        .arg(joined(&prompt))
+        .env("GENAI_BRIDGE_BACKEND", backend)
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!(
+            "{} ({backend}): exit {:?}\n{stdout}\n{stderr}",
+            model.display(),
+            output.status
+        );
+    }
+    let sequence = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sequence: "))
+        .context("no sequence line")?;
+    ensure!(
+        sequence == joined(&want),
+        "{} ({backend}): sequence {sequence} != official {}",
+        model.display(),
+        joined(&want)
+    );
+    for label in [
+        "bad-path",
+        "null-path",
+        "unsupported",
+        "unknown-option",
+        "bad-token",
+    ] {
+        ensure!(
+            stdout.contains(&format!("{label}: ")),
+            "{label} line missing:\n{stdout}"
+        );
+    }
+    ensure!(stdout.contains("not supported by genai-bridge"), "{stdout}");
+    ensure!(stdout.trim_end().ends_with("ok"), "{stdout}");
+    Ok(())
+}
+
+#[test]
+fn c_program_generates_the_official_sequence() -> Result<()> {
+    let program = build_program()?;
+    let root = crate_dir().join("../..");
+    let models = [
+        root.join("models/fixtures/qwen2-fp32-cpu"),
+        root.join("models/fixtures/llama-int4-cpu"),
+        root.join("../shared/conformance/tiny-random-gpt2-fp32"),
+    ];
+    for model in &models {
+        ensure!(
+            model.is_dir(),
+            "model folder {} is missing",
+            model.display()
+        );
+        for backend in ["ort", "auto"] {
+            run(&program, model, backend)?;
+        }
+    }
+    Ok(())
+}

@@ -40,5 +40,5 @@ pub use model::OgaModel;
 pub use params::OgaGeneratorParams;
 pub use sequences::OgaSequences;
 pub use strings::OgaStringArray;
-pub use tensor::OgaTensor;
+pub use tensor::*;
 pub use tokenizer::{OgaTokenizer, OgaTokenizerStream};

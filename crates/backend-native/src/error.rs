@@ -32,6 +32,26 @@ pub enum Error {
     /// The worker threads could not be started.
     #[error("thread pool: {0}")]
     ThreadPool(String),
+    /// A CUDA driver call failed, or no usable driver or device was found.
+    #[error("CUDA {what}: {message}")]
+    Cuda {
+        /// The operation.
+        what: &'static str,
+        /// The driver's error, or why the device is unusable.
+        message: String,
+    },
+    /// NVRTC could not compile a kernel family; `log` is the compiler's log.
+    #[error("NVRTC could not compile kernels/{family}.cu for {arch}: {message}\n{log}")]
+    Nvrtc {
+        /// The kernel family (file stem in `kernels/`).
+        family: &'static str,
+        /// The target architecture, e.g. `sm_90`.
+        arch: String,
+        /// NVRTC's status.
+        message: String,
+        /// NVRTC's program log.
+        log: String,
+    },
 }
 
 /// Checks that `got == expected`, naming the argument otherwise.

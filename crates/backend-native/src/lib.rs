@@ -1,10 +1,15 @@
-//! genai-bridge's native decoder backend: CPU compute kernels (SIMD, threaded) for the plan executor.
+//! genai-bridge's native decoder backend: CPU compute kernels (SIMD, threaded) for the plan executor,
+//! and with the `cuda` feature the native CUDA decoder.
 
 mod error;
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 pub use cpu::{CpuDecoder, CpuOptions};
+#[cfg(feature = "cuda")]
+pub use cuda::{CudaDecoder, CudaOptions};
 pub use error::Error;
 
 /// Result type of this crate.

@@ -89,6 +89,36 @@ fn configured_device(config: &Config) -> Option<DeviceKind> {
         .then_some(DeviceKind::Cuda)
 }
 
+/// Whether the native CUDA decoder can run here, or why not.
+#[cfg(feature = "cuda")]
+fn native_cuda_fact() -> Result<String, String> {
+    genai_backend_native::cuda::probe()
+}
+
+/// Whether the native CUDA decoder can run here, or why not.
+#[cfg(not(feature = "cuda"))]
+fn native_cuda_fact() -> Result<String, String> {
+    Err("the native CUDA backend is not compiled into this build".into())
+}
+
+/// The native CUDA decoder for the plan.
+#[cfg(feature = "cuda")]
+fn open_native_cuda(model: &OnnxModel, plan: &DecoderPlan) -> Result<Box<dyn Decoder>, Error> {
+    let options = genai_backend_native::CudaOptions::default();
+    Ok(Box::new(genai_backend_native::CudaDecoder::load(
+        model, plan, &options,
+    )?))
+}
+
+/// The native CUDA decoder for the plan (not compiled in: the router never picks it).
+#[cfg(not(feature = "cuda"))]
+fn open_native_cuda(_model: &OnnxModel, _plan: &DecoderPlan) -> Result<Box<dyn Decoder>, Error> {
+    Err(Error::Native(genai_backend_native::Error::Invalid {
+        what: "device",
+        why: "the native CUDA backend is not compiled into this build".into(),
+    }))
+}
+
 /// Lifts the graph, probes ONNX Runtime and routes.
 pub fn decide(config: &Config, options: &OpenOptions) -> Result<Decision, Error> {
     let path = config.decoder_path();
@@ -111,9 +141,7 @@ pub fn decide(config: &Config, options: &OpenOptions) -> Result<Decision, Error>
     let facts = RouteFacts {
         lift: Some(lift),
         ort: Some(ort),
-        native_cuda: Some(Err(
-            "the native CUDA backend is not compiled into this build".into(),
-        )),
+        native_cuda: Some(native_cuda_fact()),
         ort_cuda: Some(
             library::cuda_available()
                 .map(|()| "ONNX Runtime has the CUDA execution provider".into()),
@@ -145,6 +173,14 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         threads: options.threads,
     };
     let decoder: Box<dyn Decoder> = match (route.backend, &plan) {
+        (BackendKind::Native, Some(plan)) if route.device == DeviceKind::Cuda => {
+            if options.verify {
+                route
+                    .reasons
+                    .push("verify skipped: not yet run for the native CUDA decoder".into());
+            }
+            open_native_cuda(&model, plan)?
+        }
         (BackendKind::Native, Some(plan)) => {
             let native = CpuDecoder::load(
                 &model,

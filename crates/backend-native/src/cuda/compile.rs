@@ -1,0 +1,261 @@
+//! Kernel sources (`kernels/*.cu`, embedded) and their run-time compilation with NVRTC to a
+//! cubin for the device's architecture, cached on disk under a key of source hash, target
+//! architecture, options and NVRTC version. Compilation happens when a decoder loads, never
+//! inside a decode step.
+
+use crate::error::Error;
+use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
+use sha2::{Digest, Sha256};
+use std::ffi::{CStr, CString};
+use std::path::PathBuf;
+
+/// One kernel family: a file of `kernels/` and the `extern "C"` symbols it defines.
+#[derive(Debug, Clone, Copy)]
+pub struct Source {
+    /// File stem in `kernels/`.
+    pub family: &'static str,
+    pub code: &'static str,
+    pub symbols: &'static [&'static str],
+}
+
+/// Helpers prepended to every family.
+pub const PRELUDE: &str = include_str!("../../../../kernels/prelude.cuh");
+
+/// Every kernel family.
+pub const SOURCES: &[Source] = &[
+    Source {
+        family: "embedding",
+        code: include_str!("../../../../kernels/embedding.cu"),
+        symbols: &["embedding_f32"],
+    },
+    Source {
+        family: "norm",
+        code: include_str!("../../../../kernels/norm.cu"),
+        symbols: &["skip_norm_f32"],
+    },
+    Source {
+        family: "rotary",
+        code: include_str!("../../../../kernels/rotary.cu"),
+        symbols: &["rotary_append_f32"],
+    },
+    Source {
+        family: "attention",
+        code: include_str!("../../../../kernels/attention.cu"),
+        symbols: &["attention_partial_f32", "attention_combine_f32"],
+    },
+    Source {
+        family: "activation",
+        code: include_str!("../../../../kernels/activation.cu"),
+        symbols: &["gated_f32", "activate_f32"],
+    },
+    Source {
+        family: "gemv",
+        code: include_str!("../../../../kernels/gemv.cu"),
+        symbols: &["gemv_f32", "gemv_f16", "gemv_bf16"],
+    },
+    Source {
+        family: "int4",
+        code: include_str!("../../../../kernels/int4.cu"),
+        symbols: &["gemv_int4_f32", "quantize_blocks_f32", "gemv_int4_i8"],
+    },
+    Source {
+        family: "sampling",
+        code: include_str!("../../../../kernels/sampling.cu"),
+        symbols: &["argmax_f32"],
+    },
+];
+
+/// Environment variable naming the kernel cache folder.
+pub const CACHE_ENV: &str = "GENAI_BRIDGE_KERNEL_CACHE";
+
+/// NVRTC options besides the architecture.
+const OPTIONS: &[&str] = &["--std=c++17", "-lineinfo"];
+
+/// Why NVRTC cannot be used here, if it cannot.
+pub fn nvrtc_available() -> Result<(), String> {
+    // SAFETY: only tries to dlopen the library names cudarc would use; nothing is called.
+    if unsafe { nvrtc_sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err("the NVRTC library (libnvrtc.so.13) was not found on the library path".into())
+    }
+}
+
+/// The NVRTC version, e.g. (13, 0).
+pub fn nvrtc_version() -> Result<(i32, i32), String> {
+    nvrtc_available()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is present (checked above) and both pointers are valid for writes.
+    let status = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+    status
+        .result()
+        .map_err(|e| format!("nvrtcVersion: {e:?}"))?;
+    Ok((major, minor))
+}
+
+/// The family's full source as NVRTC sees it.
+pub fn full_source(source: &Source) -> String {
+    format!(
+        "{PRELUDE}\n#line 1 \"{}.cu\"\n{}",
+        source.family, source.code
+    )
+}
+
+fn options(arch: &str) -> Vec<String> {
+    let mut all = vec![format!("--gpu-architecture={arch}")];
+    all.extend(OPTIONS.iter().map(|s| s.to_string()));
+    all
+}
+
+/// Compiles one family to a cubin for `arch` (e.g. `sm_90`), with no cache.
+pub fn compile(source: &Source, arch: &str) -> Result<Vec<u8>, Error> {
+    let fail = |message: String, log: String| Error::Nvrtc {
+        family: source.family,
+        arch: arch.to_string(),
+        message,
+        log,
+    };
+    nvrtc_available().map_err(|m| fail(m, String::new()))?;
+    let code = CString::new(full_source(source))
+        .map_err(|_| fail("the source contains a NUL byte".into(), String::new()))?;
+    let name = CString::new(format!("{}.cu", source.family))
+        .map_err(|_| fail("bad family name".into(), String::new()))?;
+    let program = nvrtc::create_program(&code, Some(&name))
+        .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}"), String::new()))?;
+    let program = Program(program);
+    let opts = options(arch);
+    // SAFETY: `program` is a live program handle owned by `Program`; the options are valid
+    // NUL-free strings (cudarc turns them into C strings for the call).
+    let compiled = unsafe { nvrtc::compile_program(program.0, &opts) };
+    let log = program.log();
+    if let Err(e) = compiled {
+        return Err(fail(format!("nvrtcCompileProgram: {e:?}"), log));
+    }
+    let mut size = 0usize;
+    // SAFETY: the program compiled; `size` is valid for writes.
+    let status = unsafe { nvrtc_sys::nvrtcGetCUBINSize(program.0, &mut size) };
+    status
+        .result()
+        .map_err(|e| fail(format!("nvrtcGetCUBINSize: {e:?}"), log.clone()))?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has exactly the `size` bytes NVRTC reported for this program's cubin.
+    let status = unsafe { nvrtc_sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) };
+    status
+        .result()
+        .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}"), log))?;
+    Ok(cubin)
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program(nvrtc_sys::nvrtcProgram);
+
+impl Program {
+    fn log(&self) -> String {
+        // SAFETY: `self.0` is a live program handle.
+        match unsafe { nvrtc::get_program_log(self.0) } {
+            Ok(raw) if !raw.is_empty() => {
+                // SAFETY: NVRTC's log is NUL-terminated and `raw` holds all of it.
+                unsafe { CStr::from_ptr(raw.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live and destroyed exactly once, here.
+        let _ = unsafe { nvrtc::destroy_program(self.0) };
+    }
+}
+
+/// The cache folder: `$GENAI_BRIDGE_KERNEL_CACHE`, else `$XDG_CACHE_HOME/genai-bridge/kernels`,
+/// else `$HOME/.cache/genai-bridge/kernels`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(CACHE_ENV) {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("genai-bridge").join("kernels"))
+}
+
+/// The cache key of a family for `arch`.
+pub fn cache_key(source: &Source, arch: &str, nvrtc: (i32, i32)) -> String {
+    let mut hash = Sha256::new();
+    hash.update(full_source(source).as_bytes());
+    for option in options(arch) {
+        hash.update(b"\0");
+        hash.update(option.as_bytes());
+    }
+    hash.update(format!("\0nvrtc {}.{}", nvrtc.0, nvrtc.1).as_bytes());
+    let digest = hash.finalize();
+    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("{}-{arch}-{hex}.cubin", source.family)
+}
+
+/// How a family's cubin was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Cache,
+    Compiled,
+}
+
+/// The family's cubin for `arch`: from the disk cache, else compiled and stored there (a
+/// cache that cannot be written only costs the next load a compile).
+pub fn cubin(source: &Source, arch: &str) -> Result<(Vec<u8>, Origin), Error> {
+    let version = nvrtc_version().map_err(|message| Error::Nvrtc {
+        family: source.family,
+        arch: arch.to_string(),
+        message,
+        log: String::new(),
+    })?;
+    let path = cache_dir().map(|d| d.join(cache_key(source, arch, version)));
+    if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok())
+        && !bytes.is_empty()
+    {
+        return Ok((bytes, Origin::Cache));
+    }
+    let bytes = compile(source, arch)?;
+    if let Some(path) = path
+        && let Some(dir) = path.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok((bytes, Origin::Compiled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_symbol_is_defined_in_its_family() {
+        for source in SOURCES {
+            for symbol in source.symbols {
+                let decl = format!("extern \"C\" __global__ void {symbol}(");
+                assert!(
+                    source.code.contains(&decl),
+                    "{symbol} not in {}.cu",
+                    source.family
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_key_depends_on_arch_and_version() {
+        let s = &SOURCES[0];
+        let a = cache_key(s, "sm_90", (13, 0));
+        assert_ne!(a, cache_key(s, "sm_80", (13, 0)));
+        assert_ne!(a, cache_key(s, "sm_90", (13, 1)));
+        assert_eq!(a, cache_key(s, "sm_90", (13, 0)));
+    }
+}

@@ -1,0 +1,506 @@
+//! The kernel registry (every family of `kernels/` loaded as a module for the device) and one
+//! typed wrapper per kernel. The wrappers take device addresses whose extents the caller sized
+//! from the same dimensions (see `state.rs`), check the dimensions they are given, and do one
+//! launch each.
+
+use crate::cuda::compile::{self, Origin, SOURCES};
+use crate::cuda::device::Device;
+use crate::error::Error;
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+
+/// A device address (0 for an absent optional argument).
+pub(crate) type DevPtr = u64;
+
+/// Every kernel, loaded.
+pub(crate) struct Kernels {
+    functions: HashMap<&'static str, CudaFunction>,
+    /// Families compiled by NVRTC at this load, and read from the disk cache.
+    pub compiled: usize,
+    pub cached: usize,
+}
+
+fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |e| Error::Cuda {
+        what,
+        message: format!("{e:?}"),
+    }
+}
+
+impl Kernels {
+    /// Compiles (or reads from the cache) and loads every family for the device.
+    pub fn load(device: &Device) -> Result<Kernels, Error> {
+        let mut functions = HashMap::new();
+        let (mut compiled, mut cached) = (0, 0);
+        for source in SOURCES {
+            let (cubin, origin) = compile::cubin(source, &device.arch)?;
+            match origin {
+                Origin::Cache => cached += 1,
+                Origin::Compiled => compiled += 1,
+            }
+            let module = device
+                .ctx
+                .load_module(Ptx::from_binary(cubin))
+                .map_err(launch_error("module load"))?;
+            for &symbol in source.symbols {
+                let f = module
+                    .load_function(symbol)
+                    .map_err(launch_error("function lookup"))?;
+                functions.insert(symbol, f);
+            }
+        }
+        Ok(Kernels {
+            functions,
+            compiled,
+            cached,
+        })
+    }
+
+    fn get(&self, name: &'static str) -> Result<&CudaFunction, Error> {
+        self.functions.get(name).ok_or(Error::Cuda {
+            what: "kernel lookup",
+            message: format!("{name} is not loaded"),
+        })
+    }
+}
+
+fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: grid,
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: shared,
+    }
+}
+
+/// `usize` to a kernel's `int`, or an error naming the dimension.
+pub(crate) fn int(what: &'static str, v: usize) -> Result<i32, Error> {
+    i32::try_from(v).map_err(|_| Error::Invalid {
+        what,
+        why: format!("{v} does not fit a 32-bit kernel argument"),
+    })
+}
+
+fn grid_dim(what: &'static str, v: usize) -> Result<u32, Error> {
+    u32::try_from(v.max(1)).map_err(|_| Error::Invalid {
+        what,
+        why: format!("grid of {v} blocks"),
+    })
+}
+
+/// Launches `$f` on `$stream` with the given config and arguments (each a local value).
+macro_rules! launch {
+    ($stream:expr, $f:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
+        let mut builder = $stream.launch_builder($f);
+        $(builder.arg($arg);)+
+        // SAFETY: every argument matches the kernel's C signature in kernels/*.cu (device
+        // addresses as u64, int as i32, float as f32), and the addresses point to live
+        // allocations sized by `state.rs` for the dimensions passed alongside them.
+        unsafe { builder.launch($cfg) }.map(|_| ()).map_err(launch_error("kernel launch"))
+    }};
+}
+
+/// The kernels bound to a stream.
+pub(crate) struct Ops<'a> {
+    pub k: &'a Kernels,
+    pub stream: &'a CudaStream,
+}
+
+/// Shape of a linear call: `m` rows of `k` inputs (rows `ldx` apart) to `n` outputs (rows of y
+/// `ldy` apart).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LinearShape {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub ldx: usize,
+    pub ldy: usize,
+}
+
+impl LinearShape {
+    fn check(&self) -> Result<(i32, i32, i32, i32, i32), Error> {
+        if self.ldx < self.k || self.m == 0 {
+            return Err(Error::Invalid {
+                what: "linear shape",
+                why: format!("{self:?}"),
+            });
+        }
+        Ok((
+            int("m", self.m)?,
+            int("k", self.k)?,
+            int("n", self.n)?,
+            int("ldx", self.ldx)?,
+            int("ldy", self.ldy)?,
+        ))
+    }
+
+    fn grid(&self) -> Result<(u32, u32, u32), Error> {
+        Ok((
+            grid_dim("gemv columns", self.n.div_ceil(8))?,
+            grid_dim("gemv rows", self.m.div_ceil(4))?,
+            1,
+        ))
+    }
+}
+
+impl Ops<'_> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn embedding(
+        &self,
+        table: DevPtr,
+        positions: DevPtr,
+        ids: DevPtr,
+        step: DevPtr,
+        x: DevPtr,
+        (m, hidden, vocab): (usize, usize, usize),
+        scale: Option<f32>,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (hidden, vocab) = (int("hidden", hidden)?, int("vocab", vocab)?);
+        let (has_scale, scale) = (i32::from(scale.is_some()), scale.unwrap_or(1.0));
+        let f = self.k.get("embedding_f32")?;
+        let c = cfg((grid_dim("tokens", m)?, 1, 1), 256, 0);
+        launch!(
+            self.stream,
+            f,
+            c,
+            &table,
+            &positions,
+            &ids,
+            &step,
+            &x,
+            &hidden,
+            &vocab,
+            &has_scale,
+            &scale,
+            &act
+        )
+    }
+
+    /// `rows` rows of `width`, addressed `(r / per_row) * ld + (r % per_row) * width`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn skip_norm(
+        &self,
+        x: DevPtr,
+        delta: DevPtr,
+        weight: DevPtr,
+        bias: DevPtr,
+        out: DevPtr,
+        (rows, width, per_row, ld): (usize, usize, usize, usize),
+        eps: f32,
+        rms: bool,
+        write_sum: bool,
+        act: i32,
+    ) -> Result<(), Error> {
+        let shared = u32::try_from(width * 4)
+            .ok()
+            .filter(|&s| s <= 48 * 1024)
+            .ok_or_else(|| Error::Invalid {
+                what: "norm width",
+                why: format!("{width} values exceed the 48 KiB of shared memory per block"),
+            })?;
+        let (w, pr, ld) = (
+            int("width", width)?,
+            int("per_row", per_row)?,
+            int("ld", ld)?,
+        );
+        let (rms, write_sum) = (i32::from(rms), i32::from(write_sum));
+        let f = self.k.get("skip_norm_f32")?;
+        let c = cfg((grid_dim("rows", rows)?, 1, 1), 256, shared);
+        launch!(
+            self.stream,
+            f,
+            c,
+            &x,
+            &delta,
+            &weight,
+            &bias,
+            &out,
+            &w,
+            &pr,
+            &ld,
+            &eps,
+            &rms,
+            &write_sum,
+            &act
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_append(
+        &self,
+        qkv: DevPtr,
+        ld: usize,
+        step: DevPtr,
+        cos_sin: (DevPtr, DevPtr),
+        (m, heads, kv_heads, hs): (usize, usize, usize, usize),
+        (rotary_dim, interleaved): (usize, bool),
+        (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
+        act: i32,
+    ) -> Result<(), Error> {
+        let (ld, h, kvh, hs_i) = (
+            int("ld", ld)?,
+            int("heads", heads)?,
+            int("kv_heads", kv_heads)?,
+            int("head_size", hs)?,
+        );
+        let (rd, inter, cap) = (
+            int("rotary_dim", rotary_dim)?,
+            i32::from(interleaved),
+            int("capacity", capacity)?,
+        );
+        let f = self.k.get("rotary_append_f32")?;
+        let grid = (
+            grid_dim("tokens", m)?,
+            grid_dim("heads", heads + kv_heads)?,
+            1,
+        );
+        let c = cfg(grid, 128, 0);
+        let (cos, sin) = cos_sin;
+        launch!(
+            self.stream,
+            f,
+            c,
+            &qkv,
+            &ld,
+            &step,
+            &cos,
+            &sin,
+            &h,
+            &kvh,
+            &hs_i,
+            &rd,
+            &inter,
+            &k_cache,
+            &v_cache,
+            &cap,
+            &act
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention(
+        &self,
+        qkv: DevPtr,
+        ld: usize,
+        (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
+        step: DevPtr,
+        (part, splits): (DevPtr, usize),
+        out: DevPtr,
+        (m, heads, kv_heads, hs): (usize, usize, usize, usize),
+        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
+        act: i32,
+    ) -> Result<(), Error> {
+        if hs > 256 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
+            return Err(Error::Invalid {
+                what: "attention",
+                why: format!("heads {heads}, kv_heads {kv_heads}, head_size {hs} (at most 256)"),
+            });
+        }
+        let (ld, h, kvh, hs_i, cap, sp) = (
+            int("ld", ld)?,
+            int("heads", heads)?,
+            int("kv_heads", kv_heads)?,
+            int("head_size", hs)?,
+            int("capacity", capacity)?,
+            int("splits", splits)?,
+        );
+        let win = int("window", window.unwrap_or(0))?;
+        let cap_s = softcap.unwrap_or(0.0);
+        let f = self.k.get("attention_partial_f32")?;
+        let grid = (
+            grid_dim("splits", splits)?,
+            grid_dim("heads", heads)?,
+            grid_dim("tokens", m)?,
+        );
+        launch!(
+            self.stream,
+            f,
+            cfg(grid, 128, 0),
+            &qkv,
+            &ld,
+            &k_cache,
+            &v_cache,
+            &step,
+            &part,
+            &h,
+            &kvh,
+            &hs_i,
+            &cap,
+            &scale,
+            &win,
+            &cap_s,
+            &sp
+        )?;
+        let f = self.k.get("attention_combine_f32")?;
+        let grid = (grid_dim("heads", heads)?, grid_dim("tokens", m)?, 1);
+        launch!(
+            self.stream,
+            f,
+            cfg(grid, 128, 0),
+            &part,
+            &out,
+            &h,
+            &hs_i,
+            &sp,
+            &act
+        )
+    }
+
+    /// Dense linear; `kind` is the weight's kernel (`gemv_f32`, `gemv_f16`, `gemv_bf16`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv(
+        &self,
+        kind: &'static str,
+        w: DevPtr,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (m, k, n, ldx, ldy) = s.check()?;
+        let f = self.k.get(kind)?;
+        launch!(
+            self.stream,
+            f,
+            cfg(s.grid()?, 256, 0),
+            &w,
+            &x,
+            &ldx,
+            &bias,
+            &y,
+            &ldy,
+            &n,
+            &k,
+            &m,
+            &act
+        )
+    }
+
+    /// MatMulNBits linear, dequantising to f32 (CompFp32).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv_int4_f32(
+        &self,
+        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        block: usize,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (m, k, n, ldx, ldy) = s.check()?;
+        let bs = int("block_size", block)?;
+        let f = self.k.get("gemv_int4_f32")?;
+        launch!(
+            self.stream,
+            f,
+            cfg(s.grid()?, 256, 0),
+            &packed,
+            &scales,
+            &zp,
+            &x,
+            &ldx,
+            &bias,
+            &y,
+            &ldy,
+            &n,
+            &k,
+            &m,
+            &bs,
+            &act
+        )
+    }
+
+    /// MatMulNBits linear with int8 activations (CompInt8): quantizes x into `qa`/`sa`, then
+    /// the integer products.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv_int4_i8(
+        &self,
+        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        block: usize,
+        x: DevPtr,
+        (qa, sa): (DevPtr, DevPtr),
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (m, k, n, ldx, ldy) = s.check()?;
+        let bs = int("block_size", block)?;
+        let nb = s.k.div_ceil(block);
+        let f = self.k.get("quantize_blocks_f32")?;
+        let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
+        launch!(
+            self.stream,
+            f,
+            cfg(grid, 32, 0),
+            &x,
+            &ldx,
+            &k,
+            &bs,
+            &qa,
+            &sa
+        )?;
+        let f = self.k.get("gemv_int4_i8")?;
+        launch!(
+            self.stream,
+            f,
+            cfg(s.grid()?, 256, 0),
+            &packed,
+            &scales,
+            &zp,
+            &qa,
+            &sa,
+            &bias,
+            &y,
+            &ldy,
+            &n,
+            &k,
+            &m,
+            &bs,
+            &act
+        )
+    }
+
+    /// h `[rows, w]` = act(gate) * up over gu `[rows, 2w]`.
+    pub fn gated(
+        &self,
+        gu: DevPtr,
+        h: DevPtr,
+        rows: usize,
+        w: usize,
+        kind: i32,
+    ) -> Result<(), Error> {
+        let total = rows * w;
+        let (wi, ti) = (int("width", w)?, int("elements", total)?);
+        let f = self.k.get("gated_f32")?;
+        let blocks = grid_dim("elements", total.div_ceil(256).min(4096))?;
+        launch!(
+            self.stream,
+            f,
+            cfg((blocks, 1, 1), 256, 0),
+            &gu,
+            &h,
+            &wi,
+            &ti,
+            &kind
+        )
+    }
+
+    /// x = act(x) over `total` values.
+    pub fn activate(&self, x: DevPtr, total: usize, kind: i32) -> Result<(), Error> {
+        let ti = int("elements", total)?;
+        let f = self.k.get("activate_f32")?;
+        let blocks = grid_dim("elements", total.div_ceil(256).min(4096))?;
+        launch!(self.stream, f, cfg((blocks, 1, 1), 256, 0), &x, &ti, &kind)
+    }
+
+    /// out[0] = argmax of `n` logits.
+    pub fn argmax(&self, logits: DevPtr, n: usize, out: DevPtr) -> Result<(), Error> {
+        let ni = int("vocab", n)?;
+        let f = self.k.get("argmax_f32")?;
+        launch!(self.stream, f, cfg((1, 1, 1), 1024, 0), &logits, &ni, &out)
+    }
+}

@@ -1,0 +1,19 @@
+//! The native CUDA decoder (feature `cuda`): kernels from `kernels/*.cu` compiled at run time
+//! with NVRTC and cached on disk, weights and KV cache in device memory, and the decode step
+//! captured as one CUDA graph. cudarc loads the driver and NVRTC at run time, so this builds
+//! on machines with no CUDA; a missing driver or GPU is an error, never a panic.
+
+pub mod compile;
+mod decoder;
+mod device;
+mod graph;
+mod kernels;
+mod memory;
+mod model;
+pub mod selftest;
+mod state;
+mod weights;
+
+pub use decoder::{CudaDecoder, CudaOptions, GRAPH_ENV};
+pub use device::probe;
+pub use graph::GraphCounters;

@@ -1,0 +1,271 @@
+//! The native CUDA model: the lifted plan with every weight uploaded once.
+
+use crate::cuda::memory::DevBuf;
+use crate::cuda::weights::{DevLinear, table, tensor_f32};
+use crate::error::Error;
+use cudarc::driver::CudaStream;
+use genai_frontend::{Activation, DecoderPlan, Mlp, Norm, NormKind, Qkv, Weight, WeightDType};
+use genai_onnx::OnnxModel;
+use std::sync::Arc;
+
+/// A norm on the device.
+pub(crate) struct DevNorm {
+    pub rms: bool,
+    pub weight: DevBuf<f32>,
+    pub bias: Option<DevBuf<f32>>,
+    pub eps: f32,
+}
+
+impl DevNorm {
+    fn load(stream: &Arc<CudaStream>, model: &OnnxModel, n: &Norm) -> Result<Self, Error> {
+        Ok(DevNorm {
+            rms: n.kind == NormKind::Rms,
+            weight: DevBuf::from_host(stream, &tensor_f32(model, &n.weight)?)?,
+            bias: match &n.bias {
+                Some(b) => Some(DevBuf::from_host(stream, &tensor_f32(model, b)?)?),
+                None => None,
+            },
+            eps: n.epsilon,
+        })
+    }
+
+    pub fn bias_ptr(&self) -> u64 {
+        self.bias.as_ref().map_or(0, |b| b.ptr)
+    }
+}
+
+/// The projections that fill the fused `[q | k | v]` buffer, with their column offsets.
+pub(crate) struct DevQkv {
+    pub parts: Vec<(DevLinear, usize)>,
+}
+
+/// The feed-forward block. `gate_up` fills `[gate | up]` (`2 * width` wide) or, for a plain
+/// MLP, `[up]` (`width` wide).
+pub(crate) struct DevMlp {
+    pub parts: Vec<(DevLinear, usize)>,
+    pub down: DevLinear,
+    pub width: usize,
+    pub gated: bool,
+    /// 0 SiLU, 1 GELU (erf), 2 GELU (tanh).
+    pub activation: i32,
+}
+
+/// One layer.
+pub(crate) struct DevLayer {
+    pub attn_norm: DevNorm,
+    pub qkv: DevQkv,
+    pub q_norm: Option<DevNorm>,
+    pub k_norm: Option<DevNorm>,
+    pub output: DevLinear,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_size: usize,
+    pub scale: f32,
+    pub rotary: bool,
+    pub window: Option<usize>,
+    pub softcap: Option<f32>,
+    pub mlp_norm: DevNorm,
+    pub mlp: DevMlp,
+}
+
+impl DevLayer {
+    /// Width of the fused qkv buffer.
+    pub fn qkv_width(&self) -> usize {
+        (self.heads + 2 * self.kv_heads) * self.head_size
+    }
+}
+
+/// Rotary caches `[max_positions, rotary_dim / 2]`.
+pub(crate) struct DevRotary {
+    pub cos: DevBuf<f32>,
+    pub sin: DevBuf<f32>,
+    pub rotary_dim: usize,
+    pub interleaved: bool,
+}
+
+/// The whole model.
+pub(crate) struct DevModel {
+    /// 0 f32, 1 f16, 2 bf16 activations.
+    pub act: i32,
+    pub hidden: usize,
+    pub vocab: usize,
+    pub max_positions: usize,
+    pub embedding: DevBuf<f32>,
+    pub positions: Option<DevBuf<f32>>,
+    pub embedding_scale: Option<f32>,
+    pub layers: Vec<DevLayer>,
+    pub final_norm: DevNorm,
+    pub lm_head: DevLinear,
+    pub rotary: Option<DevRotary>,
+}
+
+fn activation_code(a: Activation) -> i32 {
+    match a {
+        Activation::Silu => 0,
+        Activation::Gelu => 1,
+        Activation::GeluTanh => 2,
+    }
+}
+
+/// The activation precision the graph computes in (the CPU decoder's rule).
+fn act_of(plan: &DecoderPlan) -> i32 {
+    let dtype = match &plan.lm_head.weight {
+        Weight::Dense { tensor, .. } => tensor.dtype,
+        Weight::Int4(w) => w.scales.dtype,
+    };
+    match dtype {
+        WeightDType::F32 => 0,
+        WeightDType::F16 => 1,
+        WeightDType::BF16 => 2,
+    }
+}
+
+fn load_layer(
+    s: &Arc<CudaStream>,
+    model: &OnnxModel,
+    layer: &genai_frontend::Layer,
+) -> Result<DevLayer, Error> {
+    let a = &layer.attention;
+    let hs = a.head_size;
+    let qkv = match &a.qkv {
+        Qkv::Fused { linear, .. } => vec![(DevLinear::load(s, model, linear)?, 0)],
+        Qkv::Separate { q, k, v } => vec![
+            (DevLinear::load(s, model, q)?, 0),
+            (DevLinear::load(s, model, k)?, a.heads * hs),
+            (DevLinear::load(s, model, v)?, (a.heads + a.kv_heads) * hs),
+        ],
+    };
+    let mlp = match &layer.mlp {
+        Mlp::Gated {
+            gate,
+            up,
+            down,
+            activation,
+        } => DevMlp {
+            parts: vec![
+                (DevLinear::load(s, model, gate)?, 0),
+                (DevLinear::load(s, model, up)?, gate.n),
+            ],
+            down: DevLinear::load(s, model, down)?,
+            width: gate.n,
+            gated: true,
+            activation: activation_code(*activation),
+        },
+        Mlp::GatedFused {
+            gate_up,
+            width,
+            down,
+            activation,
+        } => DevMlp {
+            parts: vec![(DevLinear::load(s, model, gate_up)?, 0)],
+            down: DevLinear::load(s, model, down)?,
+            width: *width,
+            gated: true,
+            activation: activation_code(*activation),
+        },
+        Mlp::Plain {
+            up,
+            down,
+            activation,
+        } => DevMlp {
+            parts: vec![(DevLinear::load(s, model, up)?, 0)],
+            down: DevLinear::load(s, model, down)?,
+            width: up.n,
+            gated: false,
+            activation: activation_code(*activation),
+        },
+    };
+    let norm = |n: &Option<Norm>| n.as_ref().map(|n| DevNorm::load(s, model, n)).transpose();
+    Ok(DevLayer {
+        attn_norm: DevNorm::load(s, model, &layer.attn_norm)?,
+        qkv: DevQkv { parts: qkv },
+        q_norm: norm(&a.q_norm)?,
+        k_norm: norm(&a.k_norm)?,
+        output: DevLinear::load(s, model, &a.output)?,
+        heads: a.heads,
+        kv_heads: a.kv_heads,
+        head_size: hs,
+        scale: a.scale,
+        rotary: a.rotary,
+        window: a.window,
+        softcap: a.softcap,
+        mlp_norm: DevNorm::load(s, model, &layer.mlp_norm)?,
+        mlp,
+    })
+}
+
+impl DevModel {
+    /// Uploads every weight the plan names.
+    pub fn load(
+        stream: &Arc<CudaStream>,
+        model: &OnnxModel,
+        plan: &DecoderPlan,
+    ) -> Result<Self, Error> {
+        let dims = plan.dims;
+        let layers = plan
+            .layers
+            .iter()
+            .map(|l| load_layer(stream, model, l))
+            .collect::<Result<Vec<_>, _>>()?;
+        for l in &layers {
+            if l.head_size > 256 || l.kv_heads == 0 || !l.heads.is_multiple_of(l.kv_heads) {
+                return Err(Error::Invalid {
+                    what: "attention",
+                    why: format!(
+                        "the CUDA kernels take head_size <= 256 and kv_heads dividing heads \
+                         (got {}, {} / {})",
+                        l.head_size, l.heads, l.kv_heads
+                    ),
+                });
+            }
+        }
+        let rotary = match &plan.rotary {
+            Some(r) => Some(DevRotary {
+                cos: DevBuf::from_host(stream, &tensor_f32(model, &r.cos)?)?,
+                sin: DevBuf::from_host(stream, &tensor_f32(model, &r.sin)?)?,
+                rotary_dim: r.rotary_dim,
+                interleaved: r.interleaved,
+            }),
+            None => None,
+        };
+        let embedding = table(model, &plan.embedding.tokens, dims.vocab, dims.hidden)?;
+        let positions = match &plan.embedding.positions {
+            Some(p) => Some(DevBuf::from_host(stream, &tensor_f32(model, p)?)?),
+            None => None,
+        };
+        Ok(DevModel {
+            act: act_of(plan),
+            hidden: dims.hidden,
+            vocab: dims.vocab,
+            max_positions: dims.max_positions,
+            embedding: DevBuf::from_host(stream, &embedding)?,
+            positions,
+            embedding_scale: plan.embedding.scale,
+            layers,
+            final_norm: DevNorm::load(stream, model, &plan.final_norm)?,
+            lm_head: DevLinear::load(stream, model, &plan.lm_head)?,
+            rotary,
+        })
+    }
+
+    /// Bytes of weights read per decoded token (every linear layer; not the embedding table).
+    pub fn weight_bytes_per_token(&self) -> usize {
+        let mut total = self.lm_head.weight_bytes();
+        for l in &self.layers {
+            total += l.output.weight_bytes() + l.mlp.down.weight_bytes();
+            total += l
+                .qkv
+                .parts
+                .iter()
+                .map(|(p, _)| p.weight_bytes())
+                .sum::<usize>();
+            total += l
+                .mlp
+                .parts
+                .iter()
+                .map(|(p, _)| p.weight_bytes())
+                .sum::<usize>();
+        }
+        total
+    }
+}

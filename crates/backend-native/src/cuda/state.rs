@@ -1,0 +1,278 @@
+//! One generation's device state — KV cache, activation buffers, step scalars — and the launch
+//! sequence of one forward pass over up to `CHUNK` new tokens. Every address is fixed for the
+//! generation and the position is read from device memory (`step[0]`), so the sequence for one
+//! token can be captured once as a CUDA graph and replayed at any position.
+
+use crate::cuda::kernels::{DevPtr, Ops};
+use crate::cuda::memory::DevBuf;
+use crate::cuda::model::{DevLayer, DevModel};
+use crate::cuda::weights::QuantScratch;
+use crate::error::Error;
+use cudarc::driver::CudaStream;
+use std::sync::Arc;
+
+/// Most tokens one forward pass takes; longer prompts run in chunks.
+pub(crate) const CHUNK: usize = 256;
+/// Positions one attention split covers (`ATTN_CHUNK` in kernels/attention.cu).
+const ATTN_CHUNK: usize = 256;
+
+/// Device buffers of one generation.
+pub(crate) struct Buffers {
+    pub capacity: usize,
+    pub splits: usize,
+    /// `[past_len, new_len, 0, 0]`.
+    pub step: DevBuf<i32>,
+    pub ids: DevBuf<i32>,
+    x: DevBuf<f32>,
+    normed: DevBuf<f32>,
+    delta: DevBuf<f32>,
+    qkv: DevBuf<f32>,
+    attn: DevBuf<f32>,
+    part: DevBuf<f32>,
+    gu: DevBuf<f32>,
+    h: DevBuf<f32>,
+    qa: DevBuf<i8>,
+    sa: DevBuf<f32>,
+    pub logits: DevBuf<f32>,
+    /// The argmax of `logits` after each pass.
+    pub argmax: DevBuf<i32>,
+    /// Per layer: keys and values `[kv_heads, capacity, head_size]`.
+    kv: Vec<(DevBuf<f32>, DevBuf<f32>)>,
+}
+
+impl Buffers {
+    pub fn new(stream: &Arc<CudaStream>, model: &DevModel, capacity: usize) -> Result<Self, Error> {
+        let layers = &model.layers;
+        let max = |f: &dyn Fn(&DevLayer) -> usize| layers.iter().map(f).max().unwrap_or(0);
+        let qkv_w = max(&|l| l.qkv_width());
+        let attn_w = max(&|l| l.heads * l.head_size);
+        let part_w = max(&|l| l.heads * (l.head_size + 2));
+        let gu_w = max(&|l| l.mlp.width * if l.mlp.gated { 2 } else { 1 });
+        let h_w = max(&|l| l.mlp.width);
+        let mut quant = model.lm_head.quant_scratch();
+        for l in layers {
+            let linears = l.qkv.parts.iter().chain(l.mlp.parts.iter()).map(|(p, _)| p);
+            for p in linears.chain([&l.output, &l.mlp.down]) {
+                let (q, s) = p.quant_scratch();
+                quant = (quant.0.max(q), quant.1.max(s));
+            }
+        }
+        let splits = capacity.div_ceil(ATTN_CHUNK).max(1);
+        let z = |n: usize| DevBuf::<f32>::zeros(stream, n);
+        let kv = layers
+            .iter()
+            .map(|l| {
+                let n = l.kv_heads * capacity * l.head_size;
+                Ok((z(n)?, z(n)?))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Buffers {
+            capacity,
+            splits,
+            step: DevBuf::zeros(stream, 4)?,
+            ids: DevBuf::zeros(stream, CHUNK)?,
+            x: z(CHUNK * model.hidden)?,
+            normed: z(CHUNK * model.hidden)?,
+            delta: z(CHUNK * model.hidden)?,
+            qkv: z(CHUNK * qkv_w)?,
+            attn: z(CHUNK * attn_w)?,
+            part: z(CHUNK * part_w * splits)?,
+            gu: z(CHUNK * gu_w)?,
+            h: z(CHUNK * h_w)?,
+            qa: DevBuf::zeros(stream, CHUNK * quant.0)?,
+            sa: z(CHUNK * quant.1)?,
+            logits: z(model.vocab)?,
+            argmax: DevBuf::zeros(stream, 1)?,
+            kv,
+        })
+    }
+}
+
+/// Enqueues one forward pass over `m` new tokens (ids and step already on the device) ending
+/// with the last token's logits in `b.logits`. No allocation, host sync or copy.
+pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) -> Result<(), Error> {
+    if m == 0 || m > CHUNK {
+        return Err(Error::Invalid {
+            what: "tokens",
+            why: format!("{m} tokens in one pass (1..={CHUNK})"),
+        });
+    }
+    let act = model.act;
+    let hidden = model.hidden;
+    let scratch = QuantScratch {
+        qa: b.qa.ptr,
+        sa: b.sa.ptr,
+    };
+    ops.embedding(
+        model.embedding.ptr,
+        model.positions.as_ref().map_or(0, |p| p.ptr),
+        b.ids.ptr,
+        b.step.ptr,
+        b.x.ptr,
+        (m, hidden, model.vocab),
+        model.embedding_scale,
+        act,
+    )?;
+    // The residual still to be added to x before the next norm (none before the first).
+    let mut pending: DevPtr = 0;
+    for (layer, (kc, vc)) in model.layers.iter().zip(&b.kv) {
+        let n = &layer.attn_norm;
+        let rows = (m, hidden, 1, hidden);
+        let (w, bias) = (n.weight.ptr, n.bias_ptr());
+        ops.skip_norm(
+            b.x.ptr,
+            pending,
+            w,
+            bias,
+            b.normed.ptr,
+            rows,
+            n.eps,
+            n.rms,
+            true,
+            act,
+        )?;
+        attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
+        let n = &layer.mlp_norm;
+        let (w, bias) = (n.weight.ptr, n.bias_ptr());
+        ops.skip_norm(
+            b.x.ptr,
+            b.delta.ptr,
+            w,
+            bias,
+            b.normed.ptr,
+            rows,
+            n.eps,
+            n.rms,
+            true,
+            act,
+        )?;
+        mlp_block(ops, layer, b, m, scratch)?;
+        pending = b.delta.ptr;
+    }
+    let n = &model.final_norm;
+    let rows = (m, hidden, 1, hidden);
+    let (w, bias) = (n.weight.ptr, n.bias_ptr());
+    ops.skip_norm(
+        b.x.ptr,
+        pending,
+        w,
+        bias,
+        b.normed.ptr,
+        rows,
+        n.eps,
+        n.rms,
+        true,
+        act,
+    )?;
+    let last = b.normed.at((m - 1) * hidden)?;
+    model.lm_head.run(
+        ops,
+        last,
+        hidden,
+        b.logits.ptr,
+        model.vocab,
+        1,
+        act,
+        scratch,
+    )?;
+    // The greedy choice stays on the device, for a sampler that needs no logits on the host.
+    ops.argmax(b.logits.ptr, model.vocab, b.argmax.ptr)
+}
+
+fn attention_block(
+    ops: &Ops<'_>,
+    model: &DevModel,
+    l: &DevLayer,
+    b: &Buffers,
+    (k_cache, v_cache): (DevPtr, DevPtr),
+    m: usize,
+    scratch: QuantScratch,
+) -> Result<(), Error> {
+    let act = model.act;
+    let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
+    for (p, col) in &l.qkv.parts {
+        p.run(
+            ops,
+            b.normed.ptr,
+            hidden,
+            b.qkv.at(*col)?,
+            ld,
+            m,
+            act,
+            scratch,
+        )?;
+    }
+    let heads_norm = [
+        (&l.q_norm, 0, l.heads),
+        (&l.k_norm, l.heads * hs, l.kv_heads),
+    ];
+    for (norm, col, heads) in heads_norm {
+        if let Some(n) = norm {
+            let x = b.qkv.at(col)?;
+            let rows = (m * heads, hs, heads, ld);
+            let (w, bias) = (n.weight.ptr, n.bias_ptr());
+            ops.skip_norm(x, 0, w, bias, x, rows, n.eps, n.rms, false, act)?;
+        }
+    }
+    let (cos_sin, rot) = match (&model.rotary, l.rotary) {
+        (Some(r), true) => ((r.cos.ptr, r.sin.ptr), (r.rotary_dim, r.interleaved)),
+        (None, true) => {
+            return Err(Error::Invalid {
+                what: "rotary",
+                why: "the plan has no rotary caches".into(),
+            });
+        }
+        (_, false) => ((0, 0), (0, false)),
+    };
+    let dims = (m, l.heads, l.kv_heads, hs);
+    let cache = (k_cache, v_cache, b.capacity);
+    ops.rotary_append(b.qkv.ptr, ld, b.step.ptr, cos_sin, dims, rot, cache, act)?;
+    ops.attention(
+        b.qkv.ptr,
+        ld,
+        cache,
+        b.step.ptr,
+        (b.part.ptr, b.splits),
+        b.attn.ptr,
+        dims,
+        (l.scale, l.window, l.softcap),
+        act,
+    )?;
+    let attn_w = l.heads * hs;
+    l.output.run(
+        ops,
+        b.attn.ptr,
+        attn_w,
+        b.delta.ptr,
+        hidden,
+        m,
+        act,
+        scratch,
+    )
+}
+
+/// The feed-forward block in f32 (as the CPU decoder runs it); its output lands in `delta`.
+fn mlp_block(
+    ops: &Ops<'_>,
+    l: &DevLayer,
+    b: &Buffers,
+    m: usize,
+    scratch: QuantScratch,
+) -> Result<(), Error> {
+    let mlp = &l.mlp;
+    let w = mlp.width;
+    let hidden = l.mlp.down.n;
+    let gu_ld = if mlp.gated { 2 * w } else { w };
+    for (p, col) in &mlp.parts {
+        p.run(ops, b.normed.ptr, p.k, b.gu.at(*col)?, gu_ld, m, 0, scratch)?;
+    }
+    let input = if mlp.gated {
+        ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;
+        b.h.ptr
+    } else {
+        ops.activate(b.gu.ptr, m * w, mlp.activation)?;
+        b.gu.ptr
+    };
+    mlp.down
+        .run(ops, input, w, b.delta.ptr, hidden, m, 0, scratch)
+}

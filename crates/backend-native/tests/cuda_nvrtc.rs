@@ -1,0 +1,67 @@
+//! Every kernel family of `kernels/` compiles with NVRTC for sm_90 — no GPU needed, only the
+//! NVRTC library (CI installs the pinned `nvidia-cuda-nvrtc` wheel with `.ci/nvrtc.sh` and puts
+//! it on `LD_LIBRARY_PATH`). In CI (`CI` set) a missing library fails the test; elsewhere the
+//! test says loudly that it did not run.
+#![cfg(feature = "cuda")]
+
+use genai_backend_native::cuda::compile::{self, SOURCES};
+
+const ARCH: &str = "sm_90";
+
+fn nvrtc_or_skip() -> bool {
+    match compile::nvrtc_available() {
+        Ok(()) => true,
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!(
+                "CI must compile the CUDA kernels, but {why}: run .ci/nvrtc.sh and set LD_LIBRARY_PATH"
+            )
+        }
+        Err(why) => {
+            eprintln!("NOT RUN: kernel compilation check skipped: {why} (run .ci/nvrtc.sh)");
+            false
+        }
+    }
+}
+
+#[test]
+fn every_kernel_family_compiles_for_sm_90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let version = compile::nvrtc_version().expect("NVRTC version");
+    assert!(version.0 >= 13, "NVRTC {version:?}: CUDA 13 expected");
+    let mut failures = Vec::new();
+    for source in SOURCES {
+        match compile::compile(source, ARCH) {
+            Ok(cubin) => {
+                assert!(
+                    cubin.starts_with(b"\x7fELF"),
+                    "{}: not an ELF cubin",
+                    source.family
+                );
+                eprintln!(
+                    "kernels/{}.cu: {} bytes of sm_90 cubin",
+                    source.family,
+                    cubin.len()
+                );
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_compile_error_keeps_the_nvrtc_log() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let broken = compile::Source {
+        family: "broken",
+        code: "extern \"C\" __global__ void broken_f32(float* x) { x[0] = undefined_name; }",
+        symbols: &["broken_f32"],
+    };
+    let err = compile::compile(&broken, ARCH).expect_err("must not compile");
+    let text = err.to_string();
+    assert!(text.contains("undefined_name"), "log missing from: {text}");
+}

@@ -1,0 +1,45 @@
+// RMSNorm / LayerNorm with the residual (skip) add fused in. Row r of x lives at
+// (r / per_row) * ld + (r % per_row) * width, so the same kernel normalises hidden rows
+// (per_row 1) and per-head q/k rows inside the fused qkv buffer (per_row = heads).
+//
+//   s = x + round(delta)                 (delta null: s = x)
+//   out = round(norm(s) * weight (+ bias))
+//   x = round(s)                         (only when write_sum)
+//
+// This is the CPU decoder's order: the norm sees the unrounded sum, the residual handed on is
+// rounded. One block per row; the row is staged in dynamic shared memory (width floats), so
+// `out` may alias `x`.
+
+extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
+                                         const float* __restrict__ weight,
+                                         const float* __restrict__ bias, float* out, int width,
+                                         int per_row, int ld, float eps, int rms, int write_sum,
+                                         int act) {
+    extern __shared__ float row[];
+    __shared__ float scratch[32];
+    int r = blockIdx.x;
+    size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        float s = x[base + i];
+        if (delta) s += round_act(delta[base + i], act);
+        row[i] = s;
+        sum += s;
+    }
+    float mean = 0.0f;
+    if (!rms) mean = block_sum(sum, scratch) / (float)width;
+    float sq = 0.0f;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        float d = row[i] - mean;
+        sq += d * d;
+    }
+    float var = block_sum(sq, scratch) / (float)width;
+    float inv = 1.0f / sqrtf(var + eps);
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        float s = row[i];
+        float v = (s - mean) * inv * weight[i];
+        if (bias) v += bias[i];
+        if (write_sum) x[base + i] = round_act(s, act);
+        out[base + i] = round_act(v, act);
+    }
+}

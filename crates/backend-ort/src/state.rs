@@ -43,7 +43,7 @@ impl OrtState {
         })
     }
 
-    fn run(&mut self, input: &StepInput<'_>) -> Result<Vec<f32>, Error> {
+    fn run(&mut self, input: &StepInput<'_>) -> Result<(Vec<i64>, Vec<f32>), Error> {
         let io = &self.shared.io;
         let batch = self.batch;
         let new_len = input.new_len;
@@ -150,7 +150,7 @@ impl OrtState {
         };
         drop(session);
         self.cached_len = total;
-        last_positions(logits, input, batch, io.vocab_size)
+        Ok(logits)
     }
 }
 
@@ -228,7 +228,41 @@ impl DecodeBackend for OrtState {
                 self.cached_len
             )));
         }
-        Ok(self.run(input)?)
+        let batch = self.batch;
+        let logits = self.run(input)?;
+        Ok(last_positions(
+            logits,
+            input,
+            batch,
+            self.shared.io.vocab_size,
+        )?)
+    }
+
+    fn forward_all(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+        if input.total_len - input.new_len != self.cached_len {
+            return Err(genai_engine::Error::InvalidState(format!(
+                "step starts at position {} but the KV cache holds {}",
+                input.total_len - input.new_len,
+                self.cached_len
+            )));
+        }
+        let batch = self.batch;
+        let (shape, data) = self.run(input)?;
+        let want = [
+            batch as i64,
+            input.new_len as i64,
+            self.shared.io.vocab_size as i64,
+        ];
+        if shape != want {
+            return Err(genai_engine::Error::backend(
+                "ort",
+                format!(
+                    "logits have shape {shape:?}; {want:?} expected (a model patched to output \
+                     the last position only cannot report every position)"
+                ),
+            ));
+        }
+        Ok(data)
     }
 
     fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {

@@ -204,6 +204,10 @@ typedef int32_t OgaElementType;
 
 
 
+
+
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -462,7 +466,8 @@ OgaResult *OgaGenerator_SetLogits(OgaGenerator *g, OgaTensor *tensor);
 
 /*
  `OgaResult* OgaGenerator_GetOutput(const OgaGenerator*, const char* name, OgaTensor** out)`:
- `logits` (the last position of every row, float32) is the output genai-bridge exposes.
+ `logits`, the model's output of its last run (`[batch, positions, vocab]` in the model's
+ activation type), is the output genai-bridge exposes.
 
  # Safety
  `generator` is null or live; `name` is NUL-terminated; `out` is writable.
@@ -930,7 +935,8 @@ OgaResult *OgaTokenizerDecodeBatch(const OgaTokenizer *tokenizer,
                                    OgaStringArray **out);
 
 /*
- `OgaResult* OgaTokenizerToTokenId(const OgaTokenizer*, const char* str, int32_t* token_id)`.
+ `OgaResult* OgaTokenizerToTokenId(const OgaTokenizer*, const char* str, int32_t* token_id)`:
+ -1 when `str` is not a token.
 
  # Safety
  `tokenizer` is null or live; `str` is NUL-terminated; `token_id` is writable.

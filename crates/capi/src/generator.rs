@@ -11,6 +11,7 @@ use crate::params::OgaGeneratorParams;
 use crate::sequences::OgaSequences;
 use crate::tensor::{ElementType, OgaTensor};
 use genai_engine::Generator;
+use half::{bf16, f16};
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -260,11 +261,10 @@ pub unsafe extern "C" fn OgaGenerator_SetRuntimeOption(
                     "terminate_session must be \"0\" or \"1\", not \"{other}\""
                 )));
             }
-            (other, _) => {
-                return Err(Error::Invalid(format!(
-                    "unknown runtime option \"{other}\" (known: terminate_session)"
-                )));
-            }
+            // The official library ignores keys it does not know; so does this one.
+            (other, _) => crate::log::info(&format!(
+                "OgaGenerator_SetRuntimeOption: unknown option \"{other}\" ignored"
+            )),
         }
         Ok(())
     })
@@ -294,6 +294,25 @@ fn logits_tensor(generator: &OgaGenerator) -> Result<OgaTensor> {
     let logits = g.logits()?;
     let vocab = logits.len() / batch.max(1);
     OgaTensor::from_values(logits, &[batch, 1, vocab], ElementType::FLOAT32)
+}
+
+/// The model's `logits` output of its last run, in the model's activation type.
+fn output_logits_tensor(generator: &OgaGenerator) -> Result<OgaTensor> {
+    let mut g = generator.lock();
+    let batch = g.batch_size();
+    let (positions, values) = g.output_logits()?;
+    let vocab = values.len() / (batch * positions).max(1);
+    let shape = [batch, positions, vocab];
+    let ty = generator.model.logits_type;
+    if ty == ElementType::FLOAT16 {
+        let half: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
+        OgaTensor::from_values(&half, &shape, ty)
+    } else if ty == ElementType::BFLOAT16 {
+        let half: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
+        OgaTensor::from_values(&half, &shape, ty)
+    } else {
+        OgaTensor::from_values(&values, &shape, ElementType::FLOAT32)
+    }
 }
 
 /// `OgaResult* OgaGenerator_GetLogits(OgaGenerator*, OgaTensor** out)`: the logits of the last
@@ -337,7 +356,8 @@ pub unsafe extern "C" fn OgaGenerator_SetLogits(
 }
 
 /// `OgaResult* OgaGenerator_GetOutput(const OgaGenerator*, const char* name, OgaTensor** out)`:
-/// `logits` (the last position of every row, float32) is the output genai-bridge exposes.
+/// `logits`, the model's output of its last run (`[batch, positions, vocab]` in the model's
+/// activation type), is the output genai-bridge exposes.
 ///
 /// # Safety
 /// `generator` is null or live; `name` is NUL-terminated; `out` is writable.
@@ -359,7 +379,7 @@ pub unsafe extern "C" fn OgaGenerator_GetOutput(
                 "model output \"{name}\" is not available from genai-bridge (only \"logits\")"
             )));
         }
-        let tensor = logits_tensor(generator)?;
+        let tensor = output_logits_tensor(generator)?;
         // SAFETY: checked non-null.
         unsafe { write_out(out, into_handle(tensor), F, "out") }
     })

@@ -8,9 +8,11 @@ use crate::ffi::{
     Error, Handle, Result, borrow, check_out, destroy, guard, into_c_string, into_handle, read_str,
     write_out,
 };
+use crate::tensor::ElementType;
 use genai_config::{Config, Search};
 use genai_engine::{BackendKind, BackendRequest, Decoder, Generator, Route};
-use genai_runtime::{OpenOptions, open, open_ort};
+use genai_parity::Precision;
+use genai_runtime::{OpenOptions, open, open_ort, precision_of};
 use genai_tokenizer::Tokenizer;
 use std::ffi::c_char;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,6 +37,8 @@ pub struct ModelShared {
     /// does not run).
     fallback: Mutex<Option<Arc<dyn Decoder>>>,
     tokenizer: Mutex<Option<Arc<Tokenizer>>>,
+    /// The element type of the model's `logits` output: its activations' type.
+    pub logits_type: ElementType,
 }
 
 impl ModelShared {
@@ -63,7 +67,13 @@ impl ModelShared {
             opened.route.device.name(),
             opened.route.reasons.join("; ")
         ));
+        let logits_type = match opened.plan.as_ref().map(precision_of) {
+            Some(Precision::Fp16) => ElementType::FLOAT16,
+            Some(Precision::Bf16) => ElementType::BFLOAT16,
+            _ => ElementType::FLOAT32,
+        };
         Ok(ModelShared {
+            logits_type,
             config,
             decoder: opened.decoder,
             route: opened.route,

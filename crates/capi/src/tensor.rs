@@ -59,6 +59,8 @@ pub struct ElementType(DataType);
 impl ElementType {
     pub const INT32: ElementType = ElementType(DataType::Int32);
     pub const FLOAT32: ElementType = ElementType(DataType::Float);
+    pub const FLOAT16: ElementType = ElementType(DataType::Float16);
+    pub const BFLOAT16: ElementType = ElementType(DataType::BFloat16);
 
     /// The type for a C value.
     pub fn from_c(value: OgaElementType) -> Result<Self> {

@@ -420,7 +420,8 @@ pub unsafe extern "C" fn OgaTokenizerDecodeBatch(
     })
 }
 
-/// `OgaResult* OgaTokenizerToTokenId(const OgaTokenizer*, const char* str, int32_t* token_id)`.
+/// `OgaResult* OgaTokenizerToTokenId(const OgaTokenizer*, const char* str, int32_t* token_id)`:
+/// -1 when `str` is not a token.
 ///
 /// # Safety
 /// `tokenizer` is null or live; `str` is NUL-terminated; `token_id` is writable.
@@ -435,9 +436,8 @@ pub unsafe extern "C" fn OgaTokenizerToTokenId(
     unsafe {
         id_getter(F, tokenizer, token_id, |t| {
             let text = read_str(str, F, "str")?;
-            t.tokenizer.token_to_id(text).ok_or_else(|| {
-                Error::Invalid(format!("\"{text}\" is not a token of this tokenizer"))
-            })
+            // As in the official runtime, a string that is not a token is -1.
+            Ok(t.tokenizer.token_to_id(text).unwrap_or(-1))
         })
     }
 }

@@ -57,6 +57,14 @@ pub trait DecodeBackend: Send {
     /// Runs the new tokens through the model, extending the KV cache, and returns the logits of
     /// the last new position of every row, row-major `[batch, vocab]`, as f32.
     fn forward(&mut self, input: &StepInput<'_>) -> Result<Vec<f32>>;
+    /// Like [`forward`](Self::forward), but returns the logits of every new position,
+    /// row-major `[batch, new_len, vocab]` (what the model's `logits` output holds).
+    fn forward_all(&mut self, input: &StepInput<'_>) -> Result<Vec<f32>> {
+        let _ = input;
+        Err(crate::Error::InvalidState(
+            "this backend returns the logits of the last position only".into(),
+        ))
+    }
     /// Keeps the first `len` positions of the KV cache and drops the rest.
     fn rewind_to(&mut self, len: usize) -> Result<()>;
     /// Positions held in the KV cache.

@@ -50,6 +50,10 @@ pub struct Generator {
     pending_logits: Option<Vec<f32>>,
     /// The logits most recently computed or set, for `logits()`.
     last_logits: Option<Vec<f32>>,
+    /// New positions of the last forward pass (0 when there is none to report).
+    last_run_len: usize,
+    /// Every position's logits of the last forward pass, once asked for.
+    last_run_logits: Option<Vec<f32>>,
     sampler: Sampler,
     cancel: Arc<AtomicBool>,
     timings: GeneratorTimings,
@@ -79,6 +83,8 @@ impl Generator {
             rewound_next: None,
             pending_logits: None,
             last_logits: None,
+            last_run_len: 0,
+            last_run_logits: None,
             sampler: Sampler::new(search.random_seed),
             cancel: Arc::new(AtomicBool::new(false)),
             timings: GeneratorTimings::default(),
@@ -207,9 +213,9 @@ impl Generator {
             )));
         }
         if self.finished_by_eos() {
-            return Err(Error::InvalidState(
-                "generate_next_token: every row has already produced an EOS token".into(),
-            ));
+            // As in the official runtime: nothing is run or appended, every row reports the pad.
+            self.next_tokens.iter_mut().for_each(|t| *t = self.pad);
+            return Ok(());
         }
         let mut logits = match self.pending_logits.take() {
             Some(logits) => logits,
@@ -262,7 +268,8 @@ impl Generator {
         Ok(self.last_logits.as_deref().unwrap_or_default())
     }
 
-    /// Replaces the logits the next `generate_next_token` chooses from.
+    /// Replaces the logits the next `generate_next_token` chooses from; they must have been
+    /// computed (and not yet used) first.
     pub fn set_logits(&mut self, logits: &[f32]) -> Result<()> {
         let expected = self.batch_size() * self.vocab_size;
         if logits.len() != expected {
@@ -271,15 +278,14 @@ impl Generator {
                 got: logits.len(),
             });
         }
-        if self.sequence_len() == 0 {
+        if self.pending_logits.is_none() {
+            // The official rule: logits can be replaced only once they are computed (after
+            // append_tokens, or after get_logits ran the next step).
             return Err(Error::InvalidState(
-                "set_logits: call append_tokens first".into(),
+                "set_logits: the logits are not computed yet; call append_tokens, or get_logits \
+                 for the next step, before set_logits"
+                    .into(),
             ));
-        }
-        if self.pending_logits.is_none() && self.backend.cached_len() < self.sequence_len() {
-            // The chosen token has not been run yet; bring the cache up to date first so that
-            // the next step continues from the right position.
-            self.run_unprocessed()?;
         }
         self.pending_logits = Some(logits.to_vec());
         self.last_logits = Some(logits.to_vec());
@@ -319,6 +325,8 @@ impl Generator {
             .collect();
         self.pending_logits = None;
         self.last_logits = None;
+        self.last_run_len = 0;
+        self.last_run_logits = None;
         Ok(())
     }
 
@@ -383,7 +391,67 @@ impl Generator {
         }
         self.last_logits = Some(logits.clone());
         self.pending_logits = Some(logits);
+        self.last_run_len = new_len;
+        self.last_run_logits = None;
         Ok(())
+    }
+
+    /// The model's `logits` output of the last forward pass: `(positions, values)` with values
+    /// row-major `[batch, positions, vocab]` — every prompt position after `append_tokens`, one
+    /// after a decode step. Positions beyond the last are recomputed on demand (the backends keep
+    /// only the last), which leaves the cache as it was.
+    pub fn output_logits(&mut self) -> Result<(usize, Vec<f32>)> {
+        let n = self.last_run_len;
+        if n == 0 {
+            return Err(Error::InvalidState(
+                "the model has not run since the generator was created or rewound".into(),
+            ));
+        }
+        if n == 1 {
+            let logits = self.last_logits.clone().unwrap_or_default();
+            return Ok((1, logits));
+        }
+        if let Some(all) = &self.last_run_logits {
+            return Ok((n, all.clone()));
+        }
+        let end = self.backend.cached_len();
+        let start = end.checked_sub(n).ok_or_else(|| {
+            Error::InvalidState("the last forward pass is no longer in the cache".into())
+        })?;
+        let tokens: Vec<i32> = self
+            .sequences
+            .iter()
+            .flat_map(|s| s[start..end].iter().copied())
+            .collect();
+        let mask: Vec<i64> = self
+            .masks
+            .iter()
+            .flat_map(|m| m[..end].iter().copied())
+            .collect();
+        self.backend.rewind_to(start)?;
+        let input = StepInput {
+            tokens: &tokens,
+            new_len: n,
+            attention_mask: &mask,
+            total_len: end,
+        };
+        let all = match self.backend.forward_all(&input) {
+            Ok(all) => all,
+            Err(e) => {
+                // Put the cache back as it was before reporting the failure.
+                self.backend.forward(&input)?;
+                return Err(e);
+            }
+        };
+        let expected = self.batch_size() * n * self.vocab_size;
+        if all.len() != expected {
+            return Err(Error::LogitsShape {
+                expected,
+                got: all.len(),
+            });
+        }
+        self.last_run_logits = Some(all.clone());
+        Ok((n, all))
     }
 
     /// Applies the logits processors and picks a token for one row.

@@ -110,7 +110,10 @@ fn the_final_eos_is_reported_but_not_appended() {
     assert_eq!(g.sequence(0).unwrap(), &[3, 4, 5, 6]);
     assert_eq!(g.next_tokens(), &[7]);
     assert!(g.finished_by_eos());
-    assert!(g.generate_next_token().is_err(), "nothing left to generate");
+    // Generating past the end does nothing: the sequence stays, every row reports the pad.
+    g.generate_next_token().unwrap();
+    assert_eq!(g.sequence(0).unwrap(), &[3, 4, 5, 6]);
+    assert_eq!(g.next_tokens(), &[config.model.pad_token_id]);
 }
 
 #[test]
@@ -205,7 +208,10 @@ fn set_logits_replaces_what_is_chosen_from() {
     g.set_logits(&forced).unwrap();
     g.generate_next_token().unwrap();
     assert_eq!(g.next_tokens(), &[8]);
-    assert!(g.set_logits(&[0.0; 3]).is_err());
+    // The next step's logits are not computed yet: nothing to replace.
+    assert!(g.set_logits(&forced).is_err());
+    assert_eq!(g.logits().unwrap().len(), VOCAB);
+    assert!(g.set_logits(&[0.0; 3]).is_err(), "wrong size");
     g.generate_next_token().unwrap();
     assert_eq!(g.next_tokens(), &[9]);
 }

@@ -55,7 +55,12 @@ pub struct Tokenizer {
     chat_template: Option<String>,
     /// Template variables such as `bos_token`, with their strings.
     template_tokens: Vec<(&'static str, String)>,
+    /// What an id outside the vocabulary decodes to: the model's unknown token, else nothing.
+    unknown_text: String,
 }
+
+/// Stands for an id outside the vocabulary once ids are checked.
+pub(crate) const UNKNOWN_ID: u32 = u32::MAX;
 
 impl Tokenizer {
     /// Loads the tokenizer from a model folder. `tokenizer.json` is required;
@@ -78,9 +83,15 @@ impl Tokenizer {
             // The runtime applies no normalizer to BPE models.
             json["normalizer"] = serde_json::Value::Null;
         }
+        let unknown_text = json["model"]["unk_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let inner: tokenizers::Tokenizer =
             serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
-        Ok(Self::new(inner, special, config, kind, encoder))
+        let mut tokenizer = Self::new(inner, special, config, kind, encoder);
+        tokenizer.unknown_text = unknown_text;
+        Ok(tokenizer)
     }
 
     fn new(
@@ -120,6 +131,7 @@ impl Tokenizer {
             vocab_size,
             chat_template: config.chat_template,
             template_tokens,
+            unknown_text: String::new(),
         }
     }
 
@@ -158,13 +170,11 @@ impl Tokenizer {
         Ok(batch)
     }
 
-    /// The text of `ids`, skipping special tokens. Ids that are negative or not in the
-    /// vocabulary are an error.
+    /// The text of `ids`, skipping special tokens. As in the official runtime, an id that is
+    /// negative or not in the vocabulary decodes as the model's unknown token (`unk_token` of
+    /// tokenizer.json), or as nothing when it has none.
     pub fn decode(&self, ids: &[i32]) -> Result<String, Error> {
-        let ids = ids
-            .iter()
-            .map(|&id| self.check_id(id))
-            .collect::<Result<Vec<_>, _>>()?;
+        let ids: Vec<u32> = ids.iter().map(|&id| self.resolve_id(id)).collect();
         self.decode_checked(&ids)
     }
 
@@ -223,15 +233,12 @@ impl Tokenizer {
         )
     }
 
-    /// The id as u32 if the vocabulary has it.
-    pub(crate) fn check_id(&self, id: i32) -> Result<u32, Error> {
+    /// The id as u32 if the vocabulary has it, else [`UNKNOWN_ID`].
+    pub(crate) fn resolve_id(&self, id: i32) -> u32 {
         u32::try_from(id)
             .ok()
-            .filter(|&id| self.inner.id_to_token(id).is_some())
-            .ok_or(Error::InvalidTokenId {
-                id: i64::from(id),
-                vocab_size: self.vocab_size,
-            })
+            .filter(|&id| id != UNKNOWN_ID && self.inner.id_to_token(id).is_some())
+            .unwrap_or(UNKNOWN_ID)
     }
 
     /// Whether decode skips this (already checked) id.
@@ -245,8 +252,13 @@ impl Tokenizer {
         self.kind != Kind::Other
     }
 
-    /// Appends the bytes of one (already checked) id, as [`detok::push_token`] does.
+    /// Appends the bytes of one resolved id, as [`detok::push_token`] does.
     pub(crate) fn push_bytes(&self, id: u32, after_special: &mut bool, out: &mut Vec<u8>) {
+        if id == UNKNOWN_ID {
+            let token = detok::Token::Added(&self.unknown_text);
+            detok::push_token(&self.kind, token, after_special, out);
+            return;
+        }
         let piece = self.inner.id_to_token(id).unwrap_or_default();
         let token = match self.added.get(&id) {
             Some(true) => detok::Token::Special,
@@ -256,10 +268,12 @@ impl Tokenizer {
         detok::push_token(&self.kind, token, after_special, out);
     }
 
-    /// Decodes ids already known to be in the vocabulary.
+    /// Decodes resolved ids.
     pub(crate) fn decode_checked(&self, ids: &[u32]) -> Result<String, Error> {
         if !self.decodes_bytes() {
-            return self.inner.decode(ids, true).map_err(|e| Error::Decode {
+            // The `tokenizers` library cannot take unknown ids: they add nothing here.
+            let known: Vec<u32> = ids.iter().copied().filter(|&id| id != UNKNOWN_ID).collect();
+            return self.inner.decode(&known, true).map_err(|e| Error::Decode {
                 message: e.to_string(),
             });
         }

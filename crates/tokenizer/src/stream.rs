@@ -61,14 +61,14 @@ impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
         }
     }
 
-    /// Adds one id; returns the text it completes, if any. An id not in the vocabulary is an
-    /// error and leaves the decoder unchanged.
+    /// Adds one id; returns the text it completes, if any. An id not in the vocabulary adds
+    /// the model's unknown token, as in decode.
     pub fn push(&mut self, id: i32) -> Result<Option<String>, Error> {
-        let id = self.tokenizer.check_id(id)?;
+        let id = self.tokenizer.resolve_id(id);
         if self.tokenizer.decodes_bytes() {
             return Ok(self.push_bytes(id));
         }
-        if self.tokenizer.is_skipped(id) {
+        if id == crate::UNKNOWN_ID || self.tokenizer.is_skipped(id) {
             // decode() drops special tokens before its decoder runs, so they add nothing.
             return Ok(None);
         }

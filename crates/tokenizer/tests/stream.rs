@@ -4,7 +4,7 @@
 mod common;
 
 use common::{BYTE0, EOS, SpStyle, gpt2, sp_tokenizer};
-use genai_tokenizer::{Error, Tokenizer};
+use genai_tokenizer::Tokenizer;
 
 const TEXTS: [&str; 7] = [
     "hello world",
@@ -166,20 +166,29 @@ fn stream_skips_broken_bytes_and_goes_on() {
 }
 
 #[test]
-fn invalid_ids_are_errors_and_leave_the_stream_usable() {
+fn ids_outside_the_vocabulary_add_nothing_without_an_unknown_token() {
     let tok = gpt2();
     let ids = tok.encode("Hello world").unwrap();
     let mut stream = tok.stream();
     assert_eq!(stream.push(ids[0]).unwrap().as_deref(), Some("Hello"));
-    assert!(matches!(
-        stream.push(-1),
-        Err(Error::InvalidTokenId { id: -1, .. })
-    ));
-    assert!(matches!(
-        stream.push(1 << 30),
-        Err(Error::InvalidTokenId { .. })
-    ));
+    assert_eq!(stream.push(-1).unwrap(), None);
+    assert_eq!(stream.push(1 << 30).unwrap(), None);
     assert_eq!(stream.push(ids[1]).unwrap().as_deref(), Some(" world"));
+}
+
+#[test]
+fn ids_outside_the_vocabulary_stream_as_the_unknown_token() {
+    // tokenizer.json names "<unk>" as the model's unk_token: the official runtime prints it.
+    let tok = sp_tokenizer(SpStyle::Llama, None);
+    let hello = tok.token_to_id("▁hello").unwrap();
+    let mut stream = tok.stream();
+    assert_eq!(stream.push(hello).unwrap().as_deref(), Some(" hello"));
+    assert_eq!(stream.push(-7).unwrap().as_deref(), Some("<unk>"));
+    assert_eq!(stream.push(hello).unwrap().as_deref(), Some(" hello"));
+    assert_eq!(
+        tok.decode(&[hello, -7, hello]).unwrap(),
+        " hello<unk> hello"
+    );
 }
 
 #[test]

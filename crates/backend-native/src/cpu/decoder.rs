@@ -1,6 +1,6 @@
 //! The native CPU decoder behind the engine's [`Decoder`] and [`DecodeBackend`] traits.
 
-use crate::cpu::forward::{LayerCache, forward};
+use crate::cpu::forward::{LayerCache, LogitsOf, forward};
 use crate::cpu::model::NativeModel;
 use crate::cpu::threads::ThreadPool;
 use crate::error::Error;
@@ -108,8 +108,12 @@ struct CpuState {
     len: usize,
 }
 
-impl DecodeBackend for CpuState {
-    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+impl CpuState {
+    fn run(
+        &mut self,
+        input: &StepInput<'_>,
+        logits_of: LogitsOf,
+    ) -> genai_engine::Result<Vec<f32>> {
         let past = input
             .total_len
             .checked_sub(input.new_len)
@@ -134,11 +138,22 @@ impl DecodeBackend for CpuState {
             self.capacity,
             past,
             &ids,
+            logits_of,
             &self.pool,
         )
         .map_err(|e| genai_engine::Error::backend("native", e))?;
         self.len = input.total_len;
         Ok(logits)
+    }
+}
+
+impl DecodeBackend for CpuState {
+    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+        self.run(input, LogitsOf::Last)
+    }
+
+    fn forward_all(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+        self.run(input, LogitsOf::Every)
     }
 
     fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {

@@ -15,14 +15,22 @@ pub(crate) struct LayerCache {
     pub v: Vec<f32>,
 }
 
+/// Which positions' logits a forward pass returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogitsOf {
+    Last,
+    Every,
+}
+
 /// Runs `ids` (positions `past_len..`) through the model, filling the cache, and returns the
-/// logits of the last position.
+/// logits of the last position, or of every position (`[ids.len(), vocab]`).
 pub(crate) fn forward(
     model: &NativeModel,
     caches: &mut [LayerCache],
     capacity: usize,
     past_len: usize,
     ids: &[i64],
+    logits_of: LogitsOf,
     pool: &ThreadPool,
 ) -> Result<Vec<f32>, Error> {
     let m = ids.len();
@@ -77,11 +85,15 @@ pub(crate) fn forward(
         act.round(&mut down);
         kernels::add_in_place(&mut x, &down)?;
     }
-    let last = &x[(m - 1) * hidden..];
-    let mut final_normed = vec![0.0f32; hidden];
-    apply_norm(&model.final_norm, last, &mut final_normed)?;
+    let rows = match logits_of {
+        LogitsOf::Last => 1,
+        LogitsOf::Every => m,
+    };
+    let kept = &x[(m - rows) * hidden..];
+    let mut final_normed = vec![0.0f32; rows * hidden];
+    apply_norm(&model.final_norm, kept, &mut final_normed)?;
     act.round(&mut final_normed);
-    run_linear(&model.lm_head, &final_normed, 1, act, pool)
+    run_linear(&model.lm_head, &final_normed, rows, act, pool)
 }
 
 fn apply_norm(norm: &Norm, x: &[f32], out: &mut [f32]) -> Result<(), Error> {

@@ -252,7 +252,11 @@ fn run_mode(
         .arg("--official-cache")
         .arg(cache_root().join("official-cache"))
         .arg("--report")
-        .arg(&report);
+        .arg(&report)
+        .arg("--known")
+        .arg(dropin_dir().join("known_differences.json"))
+        .arg("--mode")
+        .arg(mode);
     for (prec, tol) in tolerances {
         cmd.arg("--atol-for").arg(format!("{prec}={tol}"));
     }

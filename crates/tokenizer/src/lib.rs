@@ -55,7 +55,8 @@ pub struct Tokenizer {
     chat_template: Option<String>,
     /// Template variables such as `bos_token`, with their strings.
     template_tokens: Vec<(&'static str, String)>,
-    /// What an id outside the vocabulary decodes to: the model's unknown token, else nothing.
+    /// What an id outside the vocabulary decodes to: for SentencePiece-style models their
+    /// unknown token (tokenizer_config or tokenizer.json), else nothing.
     unknown_text: String,
 }
 
@@ -90,7 +91,16 @@ impl Tokenizer {
         let inner: tokenizers::Tokenizer =
             serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
         let mut tokenizer = Self::new(inner, special, config, kind, encoder);
-        tokenizer.unknown_text = unknown_text;
+        // SentencePiece-style models print tokenizer_config.json's unk_token (else the one
+        // tokenizer.json's model names); byte-level ones print nothing, as the official runtime.
+        if matches!(tokenizer.kind, Kind::SentencePiece { .. }) {
+            let configured = tokenizer
+                .template_tokens
+                .iter()
+                .find(|(key, _)| *key == "unk_token")
+                .map(|(_, text)| text.clone());
+            tokenizer.unknown_text = configured.unwrap_or(unknown_text);
+        }
         Ok(tokenizer)
     }
 
@@ -171,8 +181,8 @@ impl Tokenizer {
     }
 
     /// The text of `ids`, skipping special tokens. As in the official runtime, an id that is
-    /// negative or not in the vocabulary decodes as the model's unknown token (`unk_token` of
-    /// tokenizer.json), or as nothing when it has none.
+    /// negative or not in the vocabulary decodes as a SentencePiece-style model's unknown token
+    /// (`unk_token`), and as nothing otherwise.
     pub fn decode(&self, ids: &[i32]) -> Result<String, Error> {
         let ids: Vec<u32> = ids.iter().map(|&id| self.resolve_id(id)).collect();
         self.decode_checked(&ids)

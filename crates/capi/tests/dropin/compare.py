@@ -22,6 +22,7 @@ there are differences, 2 when the harness itself could not run.
 """
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import math
@@ -293,6 +294,41 @@ def compare_models(official, ours, tol_for, default_atol, overrides, diffs, note
             diffs.add(model, "-", "", "<missing>", "present", "model only in ours")
 
 
+def accept_known(diffs, known_path, mode):
+    """Moves differences that a known_differences.json entry covers out of diffs.items; returns
+    the accepted ones with their reasons."""
+    if not known_path:
+        return []
+    with open(known_path, encoding="utf-8") as f:
+        entries = json.load(f)["entries"]
+    accepted, kept = [], []
+    for item in diffs.items:
+        model, scen, path = item[0], item[1], item[1] + item[2]
+        reason = None
+        for e in entries:
+            if mode not in e.get("modes", []):
+                continue
+            if not fnmatch.fnmatchcase(model, e.get("model", "*")):
+                continue
+            if fnmatch.fnmatchcase(scen, e["scenario"]) or fnmatch.fnmatchcase(path, e["scenario"]):
+                reason = e["reason"]
+                break
+        if reason is None:
+            kept.append(item)
+        else:
+            accepted.append((item, reason))
+    diffs.items = kept
+    return accepted
+
+
+def print_accepted(accepted, out=sys.stdout):
+    if not accepted:
+        return
+    print("ACCEPTED (known differences, see known_differences.json): %d" % len(accepted), file=out)
+    for (model, scen, path, _a, _b, what), reason in accepted:
+        print("  ~ %s [%s%s] %s -- %s" % (model, scen, path, what, reason), file=out)
+
+
 def print_report(diffs, notes, out=sys.stdout):
     for n in notes:
         print("  " + n, file=out)
@@ -359,6 +395,8 @@ def main():
                     help="keep official results here and reuse them while drive.py, the python and the model "
                          "files are unchanged")
     ap.add_argument("--report", help="also write the differences as JSON here")
+    ap.add_argument("--known", help="JSON list of accepted differences (known_differences.json)")
+    ap.add_argument("--mode", default="ort", help="test mode the --known entries are selected by")
     ap.add_argument("--compare-only", nargs=2, metavar=("OFFICIAL_JSON", "OURS_JSON"),
                     help="compare two drive.py outputs without running anything")
     args = ap.parse_args()
@@ -376,6 +414,7 @@ def main():
         with open(args.compare_only[1], encoding="utf-8") as f:
             ours = json.load(f)
         compare_models(official, ours, tol_for, args.atol, overrides, diffs, notes)
+        print_accepted(accept_known(diffs, args.known, args.mode))
         print_report(diffs, notes)
         return 1 if diffs.items else 0
 
@@ -451,6 +490,7 @@ def main():
 
     compare_models(official, ours, tol_for, args.atol, overrides, diffs, notes)
     print("compare.py: results in %s (official.json, ours.json, per-model logs)" % work)
+    print_accepted(accept_known(diffs, args.known, args.mode))
     print_report(diffs, notes)
     if args.report:
         with open(args.report, "w", encoding="utf-8") as f:

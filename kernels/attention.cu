@@ -2,7 +2,8 @@
 // sequence. Token t (position p = step[0] + t) attends to positions lo..=p, lo = p + 1 - window
 // (clamped at 0) with a window, else 0; head h reads KV head h / (heads / kv_heads).
 //
-// attention_partial_f32: grid (splits, heads, m), one split covers ATTN_CHUNK positions.
+// attention_partial_f32: grid (splits, heads, m), one split covers ATTN_CHUNK positions, one
+// block of ATTN_WARPS warps.
 // Scores scale * (q . k), optionally soft-capped c * tanh(s / c); writes the split's max score,
 // its sum of exp(s - max) and its unnormalised sum of exp(s - max) * v to `part`
 // `[m, heads, splits, hs + 2]`. A split past the token's range writes max = -inf, sum = 0.
@@ -10,8 +11,15 @@
 // precision. The split count is fixed by the cache capacity, so a captured graph serves every
 // sequence length.
 
-#define ATTN_CHUNK 256
+#define ATTN_CHUNK 64
+#define ATTN_WARPS 4
+#define ATTN_KEYS (ATTN_CHUNK / ATTN_WARPS)
+#define ATTN_DIMS 8  // head_size <= 32 * ATTN_DIMS
 
+// Each warp scores its ATTN_KEYS keys (lanes over the head dimension, four keys at a time so
+// their loads overlap), then accumulates exp(s - max_w) * v over them with lanes over the head
+// dimension; the block merges its warps. No score or value array depends on the sequence
+// length, so any position count runs with the same shared memory.
 extern "C" __global__ void attention_partial_f32(const float* __restrict__ qkv, int ld,
                                                  const float* __restrict__ k_cache,
                                                  const float* __restrict__ v_cache,
@@ -19,9 +27,9 @@ extern "C" __global__ void attention_partial_f32(const float* __restrict__ qkv, 
                                                  float* __restrict__ part, int heads, int kv_heads,
                                                  int hs, int capacity, float scale, int window,
                                                  float softcap, int splits) {
-    __shared__ float q[256];
     __shared__ float s[ATTN_CHUNK];
-    __shared__ float scratch[32];
+    __shared__ float wmax[ATTN_WARPS], wsum[ATTN_WARPS];
+    __shared__ float wacc[ATTN_WARPS][32 * ATTN_DIMS];
     int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
     int p = step[0] + t;
     int lo = window > 0 ? max(0, p + 1 - window) : 0;
@@ -36,42 +44,79 @@ extern "C" __global__ void attention_partial_f32(const float* __restrict__ qkv, 
         }
         return;
     }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int kvh = h / (heads / kv_heads);
     const float* qh = qkv + (size_t)t * ld + (size_t)h * hs;
-    for (int d = threadIdx.x; d < hs; d += blockDim.x) q[d] = qh[d];
-    __syncthreads();
+    float q[ATTN_DIMS];
+#pragma unroll
+    for (int i = 0; i < ATTN_DIMS; i++) {
+        int d = lane + 32 * i;
+        q[i] = d < hs ? qh[d] : 0.0f;
+    }
     const float* kbase = k_cache + (size_t)kvh * capacity * hs;
     const float* vbase = v_cache + (size_t)kvh * capacity * hs;
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (int j = c0 + warp; j < c1; j += warps) {
-        const float* k = kbase + (size_t)j * hs;
-        float dot = 0.0f;
-        for (int d = lane; d < hs; d += 32) dot = fmaf(q[d], k[d], dot);
-        dot = warp_sum(dot) * scale;
-        if (softcap > 0.0f) dot = softcap * tanhf(dot / softcap);
-        if (lane == 0) s[j - c0] = dot;
+    int w0 = c0 + warp * ATTN_KEYS, w1 = min(c1, w0 + ATTN_KEYS);
+    for (int j = w0; j < w1; j += 4) {
+        float dot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (j + u < w1) {
+                const float* k = kbase + (size_t)(j + u) * hs;
+#pragma unroll
+                for (int i = 0; i < ATTN_DIMS; i++) {
+                    int d = lane + 32 * i;
+                    if (d < hs) dot[u] = fmaf(q[i], k[d], dot[u]);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            float v = warp_sum(dot[u]) * scale;
+            if (softcap > 0.0f) v = softcap * tanhf(v / softcap);
+            if (lane == 0 && j + u < w1) s[j + u - c0] = v;
+        }
     }
-    __syncthreads();
-    int n = c1 - c0;
+    __syncwarp();
     float mx = NEG_INF;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, s[j]);
-    mx = block_max(mx, scratch);
+    for (int j = w0 + lane; j < w1; j += 32) mx = fmaxf(mx, s[j - c0]);
+    mx = warp_max(mx);
+    float acc[ATTN_DIMS];
+#pragma unroll
+    for (int i = 0; i < ATTN_DIMS; i++) acc[i] = 0.0f;
     float sum = 0.0f;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
-        float e = expf(s[j] - mx);
-        s[j] = e;
+    // Unrolled so that several keys' value loads are in flight at once.
+#pragma unroll 8
+    for (int j = w0; j < w1; j++) {
+        float e = w0 < w1 ? expf(s[j - c0] - mx) : 0.0f;
         sum += e;
+        const float* v = vbase + (size_t)j * hs;
+#pragma unroll
+        for (int i = 0; i < ATTN_DIMS; i++) {
+            int d = lane + 32 * i;
+            if (d < hs) acc[i] = fmaf(e, v[d], acc[i]);
+        }
     }
-    sum = block_sum(sum, scratch);
+    if (lane == 0) {
+        wmax[warp] = mx;
+        wsum[warp] = sum;
+    }
+#pragma unroll
+    for (int i = 0; i < ATTN_DIMS; i++) wacc[warp][lane + 32 * i] = acc[i];
+    __syncthreads();
+    float m = NEG_INF;
+    for (int w = 0; w < ATTN_WARPS; w++) m = fmaxf(m, wmax[w]);
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
-        float acc = 0.0f;
-        const float* v = vbase + (size_t)c0 * hs + d;
-        for (int j = 0; j < n; j++) acc = fmaf(s[j], v[(size_t)j * hs], acc);
-        out[2 + d] = acc;
+        float a = 0.0f;
+        for (int w = 0; w < ATTN_WARPS; w++)
+            if (wmax[w] != NEG_INF) a += wacc[w][d] * expf(wmax[w] - m);
+        out[2 + d] = a;
     }
     if (threadIdx.x == 0) {
-        out[0] = mx;
-        out[1] = sum;
+        float l = 0.0f;
+        for (int w = 0; w < ATTN_WARPS; w++)
+            if (wmax[w] != NEG_INF) l += wsum[w] * expf(wmax[w] - m);
+        out[0] = m;
+        out[1] = l;
     }
 }
 

@@ -1,7 +1,8 @@
 // com.microsoft MatMulNBits (4 bits) linear layers with the dequantisation fused in, on the
 // ONNX layout as stored: packed `[n, nb, block/2]` (two values per byte, low nibble first along
 // K), scales f32 `[n, nb]`, zero points unpacked to one per block (default 8). One warp per
-// output column, lanes over blocks; up to GEMV_ROWS rows of x per warp, as gemv.cu.
+// output column, lanes over consecutive 8-value words (coalesced); up to GEMV_ROWS rows of x
+// per warp, as gemv.cu.
 //
 // gemv_int4_f32 (ONNX Runtime's CompFp32, accuracy levels 0-3, float zero points):
 //   w = (q - zp) * scale, acc = fma(w, x, acc).
@@ -9,57 +10,55 @@
 // way MLAS does (amax, scale = amax / 127, inv = 127 / amax, round half to even, zeros past K),
 // then per block d = sum qa * (q - zp) in integers and acc = fma(d, scale_w * scale_a, acc).
 
-#define GEMV_ROWS 4
-#define GEMV_WARPS 8
-
-__device__ __forceinline__ void int4_store(float acc, const float* bias, int col, int act,
-                                           float* y) {
-    if (act == 0) {
-        *y = bias ? acc + bias[col] : acc;
-    } else {
-        float v = round_act(acc, act);
-        if (bias) v = round_act(v + bias[col], act);
-        *y = v;
-    }
-}
 
 extern "C" __global__ void gemv_int4_f32(const u8* __restrict__ packed,
                                          const float* __restrict__ scales,
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
                                          const float* __restrict__ bias, float* __restrict__ y,
-                                         int ldy, int n, int k, int m, int bs, int act) {
-    int lane = threadIdx.x & 31;
-    int col = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+                                         int ldy, int n, int k, int m, int bs, int split,
+                                         int act) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
+    int part = warp % split;
     int r0 = blockIdx.y * GEMV_ROWS;
-    if (col >= n) return;
+    bool valid = col < n;
     int rows = min(GEMV_ROWS, m - r0);
     int nb = (k + bs - 1) / bs;
+    int words = valid ? nb * bs / 8 : 0;
+    col = valid ? col : 0;
+    const u32* wr = (const u32*)(packed + (size_t)col * nb * (bs / 2));
     const float* xr = x + (size_t)r0 * ldx;
+    bool vec = (k % 8) == 0 && (ldx % 4) == 0 && (((size_t)x & 15) == 0);
     float acc[GEMV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int b = lane; b < nb; b += 32) {
+    // Lanes over consecutive 8-value words of the row: one coalesced 128-byte load per warp.
+#pragma unroll 4
+    for (int wi = part * 32 + lane; wi < words; wi += 32 * split) {
+        u32 word = wr[wi];
+        int b = wi * 8 / bs;
         float scale = scales[(size_t)col * nb + b];
         float z = zp ? zp[(size_t)col * nb + b] : 8.0f;
-        const u32* words = (const u32*)(packed + ((size_t)col * nb + b) * (bs / 2));
-        for (int j = 0; j < bs / 8; j++) {
-            u32 word = words[j];
+        int base = wi * 8;
+        float wv[8];
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                int idx = b * bs + j * 8 + e;
-                if (idx < k) {
-                    float wv = ((float)((word >> (4 * e)) & 15u) - z) * scale;
+        for (int e = 0; e < 8; e++) wv[e] = ((float)((word >> (4 * e)) & 15u) - z) * scale;
 #pragma unroll
-                    for (int r = 0; r < GEMV_ROWS; r++)
-                        if (r < rows) acc[r] = fmaf(wv, xr[(size_t)r * ldx + idx], acc[r]);
-                }
+        for (int r = 0; r < GEMV_ROWS; r++) {
+            if (r >= rows) break;
+            const float* xp = xr + (size_t)r * ldx + base;
+            if (vec && base < k) {
+                float4 a = *(const float4*)xp, c = *(const float4*)(xp + 4);
+                float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[r] = fmaf(wv[e], xv[e], acc[r]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (base + e < k) acc[r] = fmaf(wv[e], xp[e], acc[r]);
             }
         }
     }
-#pragma unroll
-    for (int r = 0; r < GEMV_ROWS; r++) {
-        float v = warp_sum(acc[r]);
-        if (lane == 0 && r < rows) int4_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
-    }
+    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
 }
 
 // One warp per (block, row): qa `[m, nb * bs]`, sa `[m, nb]`.
@@ -89,39 +88,43 @@ extern "C" __global__ void gemv_int4_i8(const u8* __restrict__ packed,
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,
                                         const float* __restrict__ bias, float* __restrict__ y,
-                                        int ldy, int n, int k, int m, int bs, int act) {
-    int lane = threadIdx.x & 31;
-    int col = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+                                        int ldy, int n, int k, int m, int bs, int split,
+                                        int act) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
+    int part = warp % split;
     int r0 = blockIdx.y * GEMV_ROWS;
-    if (col >= n) return;
+    bool valid = col < n;
     int rows = min(GEMV_ROWS, m - r0);
     int nb = (k + bs - 1) / bs;
+    int words = valid ? nb * bs / 8 : 0;
+    col = valid ? col : 0;
+    const u32* wr = (const u32*)(packed + (size_t)col * nb * (bs / 2));
     float acc[GEMV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int b = lane; b < nb; b += 32) {
+    // Lanes over consecutive 8-value words; the 8 int8 activations of a word are one 8-byte load
+    // (qa rows are nb * bs bytes, a multiple of 8).
+#pragma unroll 4
+    for (int wi = part * 32 + lane; wi < words; wi += 32 * split) {
+        u32 word = wr[wi];
+        int b = wi * 8 / bs;
         float scale = scales[(size_t)col * nb + b];
         int z = zp ? (int)zp[(size_t)col * nb + b] : 8;
-        const u32* words = (const u32*)(packed + ((size_t)col * nb + b) * (bs / 2));
-        int d[GEMV_ROWS] = {0, 0, 0, 0};
-        for (int j = 0; j < bs / 8; j++) {
-            u32 word = words[j];
+        int wq[8];
 #pragma unroll
-            for (int r = 0; r < GEMV_ROWS; r++) {
-                if (r < rows) {
-                    const i8* a = qa + (size_t)(r0 + r) * nb * bs + b * bs + j * 8;
+        for (int e = 0; e < 8; e++) wq[e] = (int)((word >> (4 * e)) & 15u) - z;
 #pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        d[r] += (int)a[e] * ((int)((word >> (4 * e)) & 15u) - z);
-                }
+        for (int r = 0; r < GEMV_ROWS; r++) {
+            if (r >= rows) break;
+            const i8* a = qa + (size_t)(r0 + r) * nb * bs + wi * 8;
+            uint2 raw = *(const uint2*)a;
+            int d = 0;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                d += (int)(signed char)(raw.x >> (8 * e)) * wq[e];
+                d += (int)(signed char)(raw.y >> (8 * e)) * wq[4 + e];
             }
+            acc[r] = fmaf((float)d, scale * sa[(size_t)(r0 + r) * nb + b], acc[r]);
         }
-#pragma unroll
-        for (int r = 0; r < GEMV_ROWS; r++)
-            if (r < rows)
-                acc[r] = fmaf((float)d[r], scale * sa[(size_t)(r0 + r) * nb + b], acc[r]);
     }
-#pragma unroll
-    for (int r = 0; r < GEMV_ROWS; r++) {
-        float v = warp_sum(acc[r]);
-        if (lane == 0 && r < rows) int4_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
-    }
+    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
 }

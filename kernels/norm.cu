@@ -7,39 +7,53 @@
 //   x = round(s)                         (only when write_sum)
 //
 // This is the CPU decoder's order: the norm sees the unrounded sum, the residual handed on is
-// rounded. One block per row; the row is staged in dynamic shared memory (width floats), so
-// `out` may alias `x`.
+// rounded. One block per row, each thread holding up to NORM_VALUES values of it in registers
+// (blockDim.x * NORM_VALUES >= width), so `out` may alias `x`.
+
+#define NORM_VALUES 8
 
 extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
                                          const float* __restrict__ weight,
                                          const float* __restrict__ bias, float* out, int width,
                                          int per_row, int ld, float eps, int rms, int write_sum,
                                          int act) {
-    extern __shared__ float row[];
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
+    float v[NORM_VALUES], w[NORM_VALUES];
     float sum = 0.0f;
-    for (int i = threadIdx.x; i < width; i += blockDim.x) {
-        float s = x[base + i];
-        if (delta) s += round_act(delta[base + i], act);
-        row[i] = s;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        float s = 0.0f;
+        w[j] = 0.0f;
+        if (i < width) {
+            s = x[base + i];
+            if (delta) s += round_act(delta[base + i], act);
+            w[j] = weight[i];
+        }
+        v[j] = s;
         sum += s;
     }
     float mean = 0.0f;
     if (!rms) mean = block_sum(sum, scratch) / (float)width;
     float sq = 0.0f;
-    for (int i = threadIdx.x; i < width; i += blockDim.x) {
-        float d = row[i] - mean;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        float d = i < width ? v[j] - mean : 0.0f;
         sq += d * d;
     }
     float var = block_sum(sq, scratch) / (float)width;
     float inv = 1.0f / sqrtf(var + eps);
-    for (int i = threadIdx.x; i < width; i += blockDim.x) {
-        float s = row[i];
-        float v = (s - mean) * inv * weight[i];
-        if (bias) v += bias[i];
-        if (write_sum) x[base + i] = round_act(s, act);
-        out[base + i] = round_act(v, act);
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        if (i < width) {
+            float o = (v[j] - mean) * inv * w[j];
+            if (bias) o += bias[i];
+            if (write_sum) x[base + i] = round_act(v[j], act);
+            out[base + i] = round_act(o, act);
+        }
     }
 }

@@ -75,3 +75,47 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     v = lane < warps ? scratch[lane] : NEG_INF;
     return warp_max(v);
 }
+
+// Linear layers (gemv.cu, int4.cu): rows of x per warp, warps per block.
+#define GEMV_ROWS 4
+#define GEMV_WARPS 8
+
+// The linear epilogue, as the CPU decoder: act 0 gives y = acc + b; otherwise
+// y = round(acc), then y = round(y + b).
+__device__ __forceinline__ void linear_store(float acc, const float* bias, int col, int act,
+                                           float* y) {
+    if (act == 0) {
+        *y = bias ? acc + bias[col] : acc;
+    } else {
+        float v = round_act(acc, act);
+        if (bias) v = round_act(v + bias[col], act);
+        *y = v;
+    }
+}
+
+// Sums each column's per-warp partials (`split` warps per column) in warp order, so the
+// result does not depend on timing, and stores the rows through linear_store.
+__device__ __forceinline__ void split_reduce_store(float (&acc)[GEMV_ROWS], int rows, int split,
+                                                  bool valid, const float* bias, int col,
+                                                  int act, float* y, int ldy, int r0) {
+    __shared__ float red[GEMV_WARPS][GEMV_ROWS];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int r = 0; r < GEMV_ROWS; r++) {
+        float v = warp_sum(acc[r]);
+        if (lane == 0) red[warp][r] = v;
+    }
+    __syncthreads();
+    if (!valid || lane != 0 || warp % split != 0) return;
+#pragma unroll
+    for (int r = 0; r < GEMV_ROWS; r++) {
+        if (r >= rows) break;
+        float v = 0.0f;
+        for (int w = warp; w < warp + split; w++) v += red[w][r];
+        linear_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
+    }
+}
+
+// A block of GEMV_WARPS warps computes GEMV_WARPS / split columns; the `split` warps of a
+// column take interleaved 8-value units of its row (each warp's 32 lanes read 32 consecutive
+// units per step), so a narrow layer (few columns, long rows) still fills the GPU.

@@ -61,7 +61,7 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "sampling",
         code: include_str!("../../../../kernels/sampling.cu"),
-        symbols: &["argmax_f32"],
+        symbols: &["argmax_partial_f32", "argmax_final_f32"],
     },
 ];
 

@@ -10,6 +10,9 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
+/// Blocks of the first argmax pass (and partials it leaves).
+pub(crate) const ARGMAX_PARTS: usize = 128;
+
 /// A device address (0 for an absent optional argument).
 pub(crate) type DevPtr = u64;
 
@@ -118,7 +121,7 @@ pub(crate) struct LinearShape {
 }
 
 impl LinearShape {
-    fn check(&self) -> Result<(i32, i32, i32, i32, i32), Error> {
+    fn check(&self) -> Result<(i32, i32, i32, i32, i32, i32), Error> {
         if self.ldx < self.k || self.m == 0 {
             return Err(Error::Invalid {
                 what: "linear shape",
@@ -131,12 +134,24 @@ impl LinearShape {
             int("n", self.n)?,
             int("ldx", self.ldx)?,
             int("ldy", self.ldy)?,
+            int("split", self.split())?,
         ))
+    }
+
+    /// Warps per output column: enough warps in flight to cover memory latency (a narrow
+    /// layer's long rows are split), at least one 256-value step per warp.
+    fn split(&self) -> usize {
+        let steps = (self.k / 256).max(1);
+        let mut split = 1;
+        while split < 8 && self.n * split < 16384 && split * 2 <= steps {
+            split *= 2;
+        }
+        split
     }
 
     fn grid(&self) -> Result<(u32, u32, u32), Error> {
         Ok((
-            grid_dim("gemv columns", self.n.div_ceil(8))?,
+            grid_dim("gemv columns", self.n.div_ceil(8 / self.split()))?,
             grid_dim("gemv rows", self.m.div_ceil(4))?,
             1,
         ))
@@ -192,13 +207,14 @@ impl Ops<'_> {
         write_sum: bool,
         act: i32,
     ) -> Result<(), Error> {
-        let shared = u32::try_from(width * 4)
-            .ok()
-            .filter(|&s| s <= 48 * 1024)
-            .ok_or_else(|| Error::Invalid {
+        // NORM_VALUES (8) values per thread, at most 1024 threads.
+        if width == 0 || width > 8 * 1024 {
+            return Err(Error::Invalid {
                 what: "norm width",
-                why: format!("{width} values exceed the 48 KiB of shared memory per block"),
-            })?;
+                why: format!("{width} (1..=8192)"),
+            });
+        }
+        let threads = (width.div_ceil(8).div_ceil(32) * 32) as u32;
         let (w, pr, ld) = (
             int("width", width)?,
             int("per_row", per_row)?,
@@ -206,7 +222,7 @@ impl Ops<'_> {
         );
         let (rms, write_sum) = (i32::from(rms), i32::from(write_sum));
         let f = self.k.get("skip_norm_f32")?;
-        let c = cfg((grid_dim("rows", rows)?, 1, 1), 256, shared);
+        let c = cfg((grid_dim("rows", rows)?, 1, 1), threads, 0);
         launch!(
             self.stream,
             f,
@@ -359,7 +375,7 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        let (m, k, n, ldx, ldy) = s.check()?;
+        let (m, k, n, ldx, ldy, split) = s.check()?;
         let f = self.k.get(kind)?;
         launch!(
             self.stream,
@@ -374,6 +390,7 @@ impl Ops<'_> {
             &n,
             &k,
             &m,
+            &split,
             &act
         )
     }
@@ -390,7 +407,7 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        let (m, k, n, ldx, ldy) = s.check()?;
+        let (m, k, n, ldx, ldy, split) = s.check()?;
         let bs = int("block_size", block)?;
         let f = self.k.get("gemv_int4_f32")?;
         launch!(
@@ -409,6 +426,7 @@ impl Ops<'_> {
             &k,
             &m,
             &bs,
+            &split,
             &act
         )
     }
@@ -427,7 +445,7 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        let (m, k, n, ldx, ldy) = s.check()?;
+        let (m, k, n, ldx, ldy, split) = s.check()?;
         let bs = int("block_size", block)?;
         let nb = s.k.div_ceil(block);
         let f = self.k.get("quantize_blocks_f32")?;
@@ -460,6 +478,7 @@ impl Ops<'_> {
             &k,
             &m,
             &bs,
+            &split,
             &act
         )
     }
@@ -497,10 +516,27 @@ impl Ops<'_> {
         launch!(self.stream, f, cfg((blocks, 1, 1), 256, 0), &x, &ti, &kind)
     }
 
-    /// out[0] = argmax of `n` logits.
-    pub fn argmax(&self, logits: DevPtr, n: usize, out: DevPtr) -> Result<(), Error> {
-        let ni = int("vocab", n)?;
-        let f = self.k.get("argmax_f32")?;
-        launch!(self.stream, f, cfg((1, 1, 1), 1024, 0), &logits, &ni, &out)
+    /// out[0] = argmax of `n` logits; `(pv, pi)` hold [`ARGMAX_PARTS`] partials.
+    pub fn argmax(
+        &self,
+        logits: DevPtr,
+        n: usize,
+        (pv, pi): (DevPtr, DevPtr),
+        out: DevPtr,
+    ) -> Result<(), Error> {
+        let (ni, parts) = (int("vocab", n)?, int("parts", ARGMAX_PARTS)?);
+        let f = self.k.get("argmax_partial_f32")?;
+        let grid = (ARGMAX_PARTS as u32, 1, 1);
+        launch!(self.stream, f, cfg(grid, 256, 0), &logits, &ni, &pv, &pi)?;
+        let f = self.k.get("argmax_final_f32")?;
+        launch!(
+            self.stream,
+            f,
+            cfg((1, 1, 1), 1024, 0),
+            &pv,
+            &pi,
+            &parts,
+            &out
+        )
     }
 }

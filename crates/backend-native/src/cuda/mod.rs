@@ -7,6 +7,7 @@ pub mod compile;
 mod decoder;
 mod device;
 mod graph;
+mod host;
 mod kernels;
 mod memory;
 mod model;

@@ -1,7 +1,8 @@
 //! The native CUDA model: the lifted plan with every weight uploaded once.
 
+use crate::cuda::host::{HostLinear, table, tensor_f32};
 use crate::cuda::memory::DevBuf;
-use crate::cuda::weights::{DevLinear, table, tensor_f32};
+use crate::cuda::weights::DevLinear;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use genai_frontend::{Activation, DecoderPlan, Mlp, Norm, NormKind, Qkv, Weight, WeightDType};
@@ -120,6 +121,32 @@ fn act_of(plan: &DecoderPlan) -> i32 {
     }
 }
 
+/// Projections of one input, uploaded as one stacked weight when they are compatible (one
+/// launch), else one by one; with their first output column.
+fn stacked(
+    s: &Arc<CudaStream>,
+    model: &OnnxModel,
+    linears: &[&genai_frontend::Linear],
+) -> Result<Vec<(DevLinear, usize)>, Error> {
+    let host = linears
+        .iter()
+        .map(|l| HostLinear::load(model, l))
+        .collect::<Result<Vec<_>, _>>()?;
+    match HostLinear::concat(host) {
+        Ok(one) => Ok(vec![(DevLinear::upload(s, one)?, 0)]),
+        Err(parts) => {
+            let mut col = 0;
+            let mut out = Vec::new();
+            for p in parts {
+                let n = p.n;
+                out.push((DevLinear::upload(s, p)?, col));
+                col += n;
+            }
+            Ok(out)
+        }
+    }
+}
+
 fn load_layer(
     s: &Arc<CudaStream>,
     model: &OnnxModel,
@@ -128,12 +155,16 @@ fn load_layer(
     let a = &layer.attention;
     let hs = a.head_size;
     let qkv = match &a.qkv {
-        Qkv::Fused { linear, .. } => vec![(DevLinear::load(s, model, linear)?, 0)],
-        Qkv::Separate { q, k, v } => vec![
-            (DevLinear::load(s, model, q)?, 0),
-            (DevLinear::load(s, model, k)?, a.heads * hs),
-            (DevLinear::load(s, model, v)?, (a.heads + a.kv_heads) * hs),
-        ],
+        Qkv::Fused { linear, q, k, v } => {
+            if (*q, *k, *v) != (a.heads * hs, a.kv_heads * hs, a.kv_heads * hs) {
+                return Err(Error::Invalid {
+                    what: "fused qkv",
+                    why: format!("widths {q}/{k}/{v} do not match the heads"),
+                });
+            }
+            vec![(DevLinear::load(s, model, linear)?, 0)]
+        }
+        Qkv::Separate { q, k, v } => stacked(s, model, &[q, k, v])?,
     };
     let mlp = match &layer.mlp {
         Mlp::Gated {
@@ -142,10 +173,7 @@ fn load_layer(
             down,
             activation,
         } => DevMlp {
-            parts: vec![
-                (DevLinear::load(s, model, gate)?, 0),
-                (DevLinear::load(s, model, up)?, gate.n),
-            ],
+            parts: stacked(s, model, &[gate, up])?,
             down: DevLinear::load(s, model, down)?,
             width: gate.n,
             gated: true,

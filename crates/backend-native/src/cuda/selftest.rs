@@ -7,7 +7,7 @@ use crate::cpu::kernels::{
 };
 use crate::cpu::threads::ThreadPool;
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{Kernels, LinearShape, Ops};
+use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
@@ -103,11 +103,18 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     };
     let mut checks = Vec::new();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for &(m, k, n) in &[(1, 512, 77), (5, 300, 40), (4, 1024, 129)] {
+    for &(m, k, n) in &[
+        (1, 512, 77),
+        (5, 300, 40),
+        (4, 1024, 129),
+        (1, 4096, 96),
+        (3, 2048, 9),
+    ] {
         checks.push(dense(&ctx, &mut rng, m, k, n)?);
     }
     for &(bs, acc) in &[(16, 0), (32, 4), (64, 4), (128, 0), (32, 0)] {
         checks.push(int4(&ctx, &mut rng, 3, 200, 33, bs, acc)?);
+        checks.push(int4(&ctx, &mut rng, 1, 4096, 40, bs, acc)?);
     }
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
         checks.push(attention(&ctx, &mut rng, window, softcap)?);
@@ -190,7 +197,7 @@ fn int4(
         ldx: k,
         ldy: n,
     };
-    let name = format!("int4 bs{bs} accuracy_level {acc}");
+    let name = format!("int4 m{m} k{k} n{n} bs{bs} accuracy_level {acc}");
     if acc == 4 {
         let (dz, qa, sa) = (
             c.up(&zu)?,
@@ -248,7 +255,7 @@ fn attention(
     for t in 0..m {
         qkv[t * ld..t * ld + heads * hs].copy_from_slice(&q[t * heads * hs..(t + 1) * heads * hs]);
     }
-    let splits = cap.div_ceil(256);
+    let splits = cap.div_ceil(crate::cuda::state::ATTN_CHUNK);
     let (dq, dk, dv, step) = (
         c.up(&qkv)?,
         c.up(&kc)?,
@@ -282,7 +289,9 @@ fn argmax(c: &Ctx, rng: &mut Rng) -> Result<Check, Error> {
     v[40_000] = 3.0;
     let want = cpu::argmax(&v).unwrap_or(0);
     let (dv, out) = (c.up(&v)?, DevBuf::<i32>::zeros(&c.stream, 1)?);
-    c.ops().argmax(dv.ptr, v.len(), out.ptr)?;
+    let pv = DevBuf::<f32>::zeros(&c.stream, ARGMAX_PARTS)?;
+    let pi = DevBuf::<i32>::zeros(&c.stream, ARGMAX_PARTS)?;
+    c.ops().argmax(dv.ptr, v.len(), (pv.ptr, pi.ptr), out.ptr)?;
     let mut got = [0i32];
     out.read(&c.stream, &mut got)?;
     let diff = if got[0] as usize == want {

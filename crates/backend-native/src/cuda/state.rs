@@ -3,7 +3,7 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::kernels::{DevPtr, Ops};
+use crate::cuda::kernels::{ARGMAX_PARTS, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel};
 use crate::cuda::weights::QuantScratch;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// Most tokens one forward pass takes; longer prompts run in chunks.
 pub(crate) const CHUNK: usize = 256;
 /// Positions one attention split covers (`ATTN_CHUNK` in kernels/attention.cu).
-const ATTN_CHUNK: usize = 256;
+pub(crate) const ATTN_CHUNK: usize = 64;
 
 /// Device buffers of one generation.
 pub(crate) struct Buffers {
@@ -34,8 +34,10 @@ pub(crate) struct Buffers {
     qa: DevBuf<i8>,
     sa: DevBuf<f32>,
     pub logits: DevBuf<f32>,
-    /// The argmax of `logits` after each pass.
+    /// The argmax of `logits` after each pass, and its first pass's partials.
     pub argmax: DevBuf<i32>,
+    argmax_v: DevBuf<f32>,
+    argmax_i: DevBuf<i32>,
     /// Per layer: keys and values `[kv_heads, capacity, head_size]`.
     kv: Vec<(DevBuf<f32>, DevBuf<f32>)>,
 }
@@ -83,6 +85,8 @@ impl Buffers {
             sa: z(CHUNK * quant.1)?,
             logits: z(model.vocab)?,
             argmax: DevBuf::zeros(stream, 1)?,
+            argmax_v: z(ARGMAX_PARTS)?,
+            argmax_i: DevBuf::zeros(stream, ARGMAX_PARTS)?,
             kv,
         })
     }
@@ -176,7 +180,8 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         scratch,
     )?;
     // The greedy choice stays on the device, for a sampler that needs no logits on the host.
-    ops.argmax(b.logits.ptr, model.vocab, b.argmax.ptr)
+    let parts = (b.argmax_v.ptr, b.argmax_i.ptr);
+    ops.argmax(b.logits.ptr, model.vocab, parts, b.argmax.ptr)
 }
 
 fn attention_block(

@@ -2,6 +2,8 @@
 //! runs it on models with official reference outputs: the sequence it prints must equal the
 //! official ONNX Runtime GenAI 0.18 sequence, and its error checks must pass.
 
+mod common;
+
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -11,35 +13,17 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `target/<profile>`: the test binary lives in its `deps/` folder, the cdylib beside it.
-fn profile_dir() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let deps = exe.parent().context("test binary folder")?;
-    Ok(deps.parent().context("profile folder")?.to_path_buf())
-}
-
-fn library_name() -> &'static str {
-    if cfg!(target_os = "macos") {
-        "libonnxruntime_genai.dylib"
-    } else {
-        "libonnxruntime_genai.so"
-    }
-}
-
 /// Installs the library under its official name (`libonnxruntime-genai.so`, the soname it
 /// carries) in a folder of its own, as a user would, and compiles the C program against it.
 fn build_program() -> Result<PathBuf> {
-    let profile = profile_dir()?;
-    let built = profile.join(library_name());
-    ensure!(
-        built.is_file(),
-        "{} was not built in {}",
-        library_name(),
-        profile.display()
-    );
-    let lib_dir = profile.join("capi-c-test");
+    let built = common::built_library().map_err(anyhow::Error::msg)?;
+    let lib_dir = built
+        .parent()
+        .context("library folder")?
+        .join("capi-c-test");
     std::fs::create_dir_all(&lib_dir)?;
-    let installed = lib_dir.join(library_name().replace("onnxruntime_genai", "onnxruntime-genai"));
+    let installed =
+        lib_dir.join(common::library_file_name().replace("onnxruntime_genai", "onnxruntime-genai"));
     std::fs::copy(&built, &installed)?;
     let out = lib_dir.join("smoke");
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))

@@ -1,4 +1,4 @@
-// Drop-in test: the official onnxruntime-genai 0.18.0 Python package, run on our libonnxruntime-genai.so, must match the untouched package.
+//! Drop-in test: the official onnxruntime-genai 0.18.0 Python package, run on our libonnxruntime-genai.so, must match the untouched package.
 //!
 //! What it does:
 //! 1. Makes (once, cached under `<target>/dropin/venv-<hash of requirements.txt and python version>`)
@@ -13,6 +13,8 @@
 //!
 //! A machine without python3, venv or pip fails the test with a "NOT RUN" line: there is no silent skip.
 //! Reports and per-run results are kept in `<target>/dropin/work-<mode>/`.
+
+mod common;
 
 use std::env;
 use std::fs;
@@ -172,32 +174,7 @@ fn our_library() -> PathBuf {
 }
 
 fn find_our_library() -> PathBuf {
-    if let Some(p) = env::var_os("GENAI_CAPI_LIB") {
-        let p = PathBuf::from(p);
-        assert!(p.is_file(), "GENAI_CAPI_LIB={} is not a file", p.display());
-        return p;
-    }
-    let exe = env::current_exe().expect("current_exe");
-    // <target>/<profile>/deps/python_dropin-<hash>
-    let deps = exe.parent().expect("deps folder");
-    let profile = deps.parent().expect("profile folder");
-    let name = "libonnxruntime_genai.so";
-    // `cargo test` leaves the cdylib in deps/; `cargo build` also copies it up to the profile folder.
-    // Take the newer, so that a stale copy from an older build is never tested.
-    let newest = [deps, profile]
-        .iter()
-        .map(|d| d.join(name))
-        .filter_map(|p| Some((fs::metadata(&p).ok()?.modified().ok()?, p)))
-        .max_by_key(|(t, _)| *t);
-    if let Some((_, p)) = newest {
-        return p;
-    }
-    panic!(
-        "{name} not found in {} or {} (cargo builds it as this crate's cdylib; run `cargo build -p genai-capi`, \
-         or point GENAI_CAPI_LIB at it)",
-        profile.display(),
-        deps.display()
-    );
+    common::built_library().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Model folders: every fixture, then the conformance model. The bool says whether the official

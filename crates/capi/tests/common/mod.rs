@@ -1,0 +1,47 @@
+//! Shared by the integration tests: where the library under test is.
+
+use std::path::PathBuf;
+
+/// The file name cargo gives the cdylib on this platform.
+pub fn library_file_name() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "libonnxruntime_genai.dylib"
+    } else if cfg!(windows) {
+        "onnxruntime_genai.dll"
+    } else {
+        "libonnxruntime_genai.so"
+    }
+}
+
+/// The built library: `GENAI_CAPI_LIB` if set, else the newer of `<target>/<profile>/deps/` (where
+/// `cargo test` leaves it) and `<target>/<profile>/` (where `cargo build` copies it), so a stale
+/// copy from an older build is never tested.
+pub fn built_library() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("GENAI_CAPI_LIB") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("GENAI_CAPI_LIB={} is not a file", p.display()))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // <target>/<profile>/deps/<test>-<hash>
+    let deps = exe.parent().ok_or("no deps folder")?;
+    let profile = deps.parent().ok_or("no profile folder")?;
+    let name = library_file_name();
+    [deps, profile]
+        .iter()
+        .map(|d| d.join(name))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p)
+        .ok_or_else(|| {
+            format!(
+                "{name} not found in {} or {} (cargo builds it as genai-capi's cdylib; run \
+                 `cargo build -p genai-capi`, or point GENAI_CAPI_LIB at it)",
+                profile.display(),
+                deps.display()
+            )
+        })
+}

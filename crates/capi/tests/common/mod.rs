@@ -1,4 +1,9 @@
-//! Shared by the integration tests: where the library under test is.
+//! Shared by the integration tests: where the library under test is, and the C functions.
+
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
+pub mod ffi;
 
 use std::path::PathBuf;
 

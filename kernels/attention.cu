@@ -11,8 +11,8 @@
 // precision. The split count is fixed by the cache capacity, so a captured graph serves every
 // sequence length.
 
-#define ATTN_CHUNK 64
-#define ATTN_WARPS 4
+#define ATTN_CHUNK 32
+#define ATTN_WARPS 8
 #define ATTN_KEYS (ATTN_CHUNK / ATTN_WARPS)
 #define ATTN_DIMS 8  // head_size <= 32 * ATTN_DIMS
 

@@ -11,7 +11,8 @@
 // then per block d = sum qa * (q - zp) in integers and acc = fma(d, scale_w * scale_a, acc).
 
 
-extern "C" __global__ void gemv_int4_f32(const u8* __restrict__ packed,
+template <int R>
+__device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
                                          const float* __restrict__ scales,
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
@@ -21,16 +22,18 @@ extern "C" __global__ void gemv_int4_f32(const u8* __restrict__ packed,
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
     int part = warp % split;
-    int r0 = blockIdx.y * GEMV_ROWS;
+    int r0 = blockIdx.y * R;
     bool valid = col < n;
-    int rows = min(GEMV_ROWS, m - r0);
+    int rows = min(R, m - r0);
     int nb = (k + bs - 1) / bs;
     int words = valid ? nb * bs / 8 : 0;
     col = valid ? col : 0;
     const u32* wr = (const u32*)(packed + (size_t)col * nb * (bs / 2));
     const float* xr = x + (size_t)r0 * ldx;
     bool vec = (k % 8) == 0 && (ldx % 4) == 0 && (((size_t)x & 15) == 0);
-    float acc[GEMV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
     // Lanes over consecutive 8-value words of the row: one coalesced 128-byte load per warp.
 #pragma unroll 4
     for (int wi = part * 32 + lane; wi < words; wi += 32 * split) {
@@ -43,7 +46,7 @@ extern "C" __global__ void gemv_int4_f32(const u8* __restrict__ packed,
 #pragma unroll
         for (int e = 0; e < 8; e++) wv[e] = ((float)((word >> (4 * e)) & 15u) - z) * scale;
 #pragma unroll
-        for (int r = 0; r < GEMV_ROWS; r++) {
+        for (int r = 0; r < R; r++) {
             if (r >= rows) break;
             const float* xp = xr + (size_t)r * ldx + base;
             if (vec && base < k) {
@@ -59,6 +62,26 @@ extern "C" __global__ void gemv_int4_f32(const u8* __restrict__ packed,
         }
     }
     split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __restrict__ packed,
+                                         const float* __restrict__ scales,
+                                         const float* __restrict__ zp,  // null: 8
+                                         const float* __restrict__ x, int ldx,
+                                         const float* __restrict__ bias, float* __restrict__ y,
+                                         int ldy, int n, int k, int m, int bs, int split,
+                                         int act) {
+    int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, act);
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_f32(const u8* __restrict__ packed,
+                                         const float* __restrict__ scales,
+                                         const float* __restrict__ zp,  // null: 8
+                                         const float* __restrict__ x, int ldx,
+                                         const float* __restrict__ bias, float* __restrict__ y,
+                                         int ldy, int n, int k, int m, int bs, int split,
+                                         int act) {
+    int4_f32_body<1>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, act);
 }
 
 // One warp per (block, row): qa `[m, nb * bs]`, sa `[m, nb]`.
@@ -83,7 +106,8 @@ extern "C" __global__ void quantize_blocks_f32(const float* __restrict__ x, int 
     if (lane == 0) sa[(size_t)r * nb + b] = amax / 127.0f;
 }
 
-extern "C" __global__ void gemv_int4_i8(const u8* __restrict__ packed,
+template <int R>
+__device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
                                         const float* __restrict__ scales,
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,
@@ -93,14 +117,16 @@ extern "C" __global__ void gemv_int4_i8(const u8* __restrict__ packed,
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
     int part = warp % split;
-    int r0 = blockIdx.y * GEMV_ROWS;
+    int r0 = blockIdx.y * R;
     bool valid = col < n;
-    int rows = min(GEMV_ROWS, m - r0);
+    int rows = min(R, m - r0);
     int nb = (k + bs - 1) / bs;
     int words = valid ? nb * bs / 8 : 0;
     col = valid ? col : 0;
     const u32* wr = (const u32*)(packed + (size_t)col * nb * (bs / 2));
-    float acc[GEMV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
     // Lanes over consecutive 8-value words; the 8 int8 activations of a word are one 8-byte load
     // (qa rows are nb * bs bytes, a multiple of 8).
 #pragma unroll 4
@@ -113,7 +139,7 @@ extern "C" __global__ void gemv_int4_i8(const u8* __restrict__ packed,
 #pragma unroll
         for (int e = 0; e < 8; e++) wq[e] = (int)((word >> (4 * e)) & 15u) - z;
 #pragma unroll
-        for (int r = 0; r < GEMV_ROWS; r++) {
+        for (int r = 0; r < R; r++) {
             if (r >= rows) break;
             const i8* a = qa + (size_t)(r0 + r) * nb * bs + wi * 8;
             uint2 raw = *(const uint2*)a;
@@ -127,4 +153,24 @@ extern "C" __global__ void gemv_int4_i8(const u8* __restrict__ packed,
         }
     }
     split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restrict__ packed,
+                                        const float* __restrict__ scales,
+                                        const u8* __restrict__ zp,  // null: 8
+                                        const i8* __restrict__ qa, const float* __restrict__ sa,
+                                        const float* __restrict__ bias, float* __restrict__ y,
+                                        int ldy, int n, int k, int m, int bs, int split,
+                                        int act) {
+    int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, act);
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_i8(const u8* __restrict__ packed,
+                                        const float* __restrict__ scales,
+                                        const u8* __restrict__ zp,  // null: 8
+                                        const i8* __restrict__ qa, const float* __restrict__ sa,
+                                        const float* __restrict__ bias, float* __restrict__ y,
+                                        int ldy, int n, int k, int m, int bs, int split,
+                                        int act) {
+    int4_i8_body<1>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, act);
 }

@@ -95,20 +95,21 @@ __device__ __forceinline__ void linear_store(float acc, const float* bias, int c
 
 // Sums each column's per-warp partials (`split` warps per column) in warp order, so the
 // result does not depend on timing, and stores the rows through linear_store.
-__device__ __forceinline__ void split_reduce_store(float (&acc)[GEMV_ROWS], int rows, int split,
+template <int R>
+__device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, int split,
                                                   bool valid, const float* bias, int col,
                                                   int act, float* y, int ldy, int r0) {
-    __shared__ float red[GEMV_WARPS][GEMV_ROWS];
+    __shared__ float red[GEMV_WARPS][R];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-    for (int r = 0; r < GEMV_ROWS; r++) {
+    for (int r = 0; r < R; r++) {
         float v = warp_sum(acc[r]);
         if (lane == 0) red[warp][r] = v;
     }
     __syncthreads();
     if (!valid || lane != 0 || warp % split != 0) return;
 #pragma unroll
-    for (int r = 0; r < GEMV_ROWS; r++) {
+    for (int r = 0; r < R; r++) {
         if (r >= rows) break;
         float v = 0.0f;
         for (int w = warp; w < warp + split; w++) v += red[w][r];

@@ -2,7 +2,7 @@
 # The native CUDA decoder on a GPU machine, in one call: per-kernel checks against the CPU
 # kernels, CUDA vs CPU parity on every fixture, route/generate through the CLI, then
 # random-weight models of real shapes made with the official builder and `genai-bridge bench`
-# on each, graph on and off. Results go to $OUT (or ./cuda-bench-out).
+# on each, graph on and off. SHAPES is a space-separated list. Results go to $OUT (or ./cuda-bench-out).
 #
 # Expects, built elsewhere (the GPU machine has no Rust) and copied into carry/cuda/:
 #   genai-bridge   cargo build --release --features cuda
@@ -41,15 +41,18 @@ for _ in range(10): b.copy_(a)
 torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
 print(f"copy bandwidth {2 * n * 2 / dt / 1e9:.0f} GB/s")
 PY
-python3 models/make_bench_models.py --shape "${SHAPES:-qwen2.5-0.5b}" \
-    --precision "${PRECISIONS:-fp16}" --ep cuda --device cuda --out "$models" >"$out/make.log" 2>&1
-tail -2 "$out/make.log"
-for dir in "$models"/*/; do
-    [[ -f "$dir/genai_config.json" ]] || continue
-    for graph in 1 0; do
-        GENAI_BRIDGE_CUDA_GRAPH=$graph timeout 300 "$bin/genai-bridge" bench "$dir" \
-            --backend native --device cuda --prompt-tokens 128 --decode-tokens 256 --runs 2 \
-            --json 2>&1 | tee -a "$out/bench.jsonl" | cut -c1-400
+# One shape at a time: make its models, then bench them (graph on, then eager).
+for shape in ${SHAPES:-qwen2.5-0.5b}; do
+    python3 models/make_bench_models.py --shape "$shape" --precision "${PRECISIONS:-fp16}" \
+        --ep cuda --device cuda --out "$models" >>"$out/make.log" 2>&1
+    tail -1 "$out/make.log" | cut -c1-200
+    for dir in "$models/$shape"-*/; do
+        [[ -f "$dir/genai_config.json" ]] || continue
+        for graph in 1 0; do
+            GENAI_BRIDGE_CUDA_GRAPH=$graph timeout 300 "$bin/genai-bridge" bench "$dir" \
+                --backend native --device cuda --prompt-tokens 128 --decode-tokens 256 --runs 2 \
+                --json 2>&1 | tee -a "$out/bench.jsonl" | cut -c1-400
+        done
     done
 done
 

@@ -68,6 +68,16 @@ impl Kernels {
     }
 }
 
+/// The one-row (decode) entry of a dense linear kernel.
+fn decode_kernel(kind: &'static str) -> &'static str {
+    match kind {
+        "gemv_f32" => "gemv_decode_f32",
+        "gemv_f16" => "gemv_decode_f16",
+        "gemv_bf16" => "gemv_decode_bf16",
+        other => other,
+    }
+}
+
 fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: grid,
@@ -324,6 +334,7 @@ impl Ops<'_> {
         let win = int("window", window.unwrap_or(0))?;
         let cap_s = softcap.unwrap_or(0.0);
         let f = self.k.get("attention_partial_f32")?;
+        // ATTN_WARPS (8) warps per block.
         let grid = (
             grid_dim("splits", splits)?,
             grid_dim("heads", heads)?,
@@ -332,7 +343,7 @@ impl Ops<'_> {
         launch!(
             self.stream,
             f,
-            cfg(grid, 128, 0),
+            cfg(grid, 256, 0),
             &qkv,
             &ld,
             &k_cache,
@@ -376,7 +387,9 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let f = self.k.get(kind)?;
+        let f = self
+            .k
+            .get(if s.m == 1 { decode_kernel(kind) } else { kind })?;
         launch!(
             self.stream,
             f,
@@ -409,7 +422,11 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let bs = int("block_size", block)?;
-        let f = self.k.get("gemv_int4_f32")?;
+        let f = self.k.get(if s.m == 1 {
+            "gemv_decode_int4_f32"
+        } else {
+            "gemv_int4_f32"
+        })?;
         launch!(
             self.stream,
             f,
@@ -461,7 +478,11 @@ impl Ops<'_> {
             &qa,
             &sa
         )?;
-        let f = self.k.get("gemv_int4_i8")?;
+        let f = self.k.get(if s.m == 1 {
+            "gemv_decode_int4_i8"
+        } else {
+            "gemv_int4_i8"
+        })?;
         launch!(
             self.stream,
             f,

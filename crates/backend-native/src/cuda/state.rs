@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// Most tokens one forward pass takes; longer prompts run in chunks.
 pub(crate) const CHUNK: usize = 256;
 /// Positions one attention split covers (`ATTN_CHUNK` in kernels/attention.cu).
-pub(crate) const ATTN_CHUNK: usize = 64;
+pub(crate) const ATTN_CHUNK: usize = 32;
 
 /// Device buffers of one generation.
 pub(crate) struct Buffers {

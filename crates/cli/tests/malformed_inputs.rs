@@ -228,3 +228,26 @@ fn a_missing_model_folder_is_named() {
         &["/nonexistent/model"],
     );
 }
+
+#[test]
+fn a_kv_cache_larger_than_memory_is_refused_before_it_is_allocated() {
+    // A config may declare a context of 2^31 - 1 positions: the caches for it would need a
+    // terabyte. Both backends must say so instead of aborting on a failed allocation.
+    let (_t, dir) = copy_fixture("qwen2-fp32-cpu");
+    edit_config(&dir, |c| {
+        c["model"]["context_length"] = serde_json::json!(i32::MAX);
+        c["search"]["max_length"] = serde_json::json!(i32::MAX);
+    });
+    let path = dir.to_str().expect("utf-8");
+    let native = [
+        "generate",
+        path,
+        "--backend",
+        "native",
+        "--prompt-ids",
+        "1,2",
+    ];
+    fails_with(&native, &["KV cache", "max_length", "available"]);
+    let ort = ["generate", path, "--backend", "ort", "--prompt-ids", "1,2"];
+    fails_with(&ort, &["KV"]);
+}

@@ -43,6 +43,16 @@ pub enum Error {
     /// Generation was cancelled from another thread.
     #[error("generation was cancelled")]
     Cancelled,
+    /// An allocation the machine cannot hold, refused before it was made.
+    #[error(
+        "{what} needs {bytes} bytes but only {available} bytes of memory are available; lower \
+         search.max_length (or the batch size), or use a smaller model"
+    )]
+    OutOfMemory {
+        what: String,
+        bytes: u64,
+        available: u64,
+    },
 }
 
 impl Error {

@@ -5,6 +5,7 @@ mod backend;
 mod error;
 mod generator;
 mod logits;
+pub mod memory;
 pub mod router;
 mod sampling;
 

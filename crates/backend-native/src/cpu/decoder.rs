@@ -69,6 +69,20 @@ impl Decoder for CpuDecoder {
             ));
         }
         let capacity = options.max_length;
+        let mut kv_bytes = 0u64;
+        for layer in &self.model.layers {
+            let layer_bytes = genai_engine::memory::checked_bytes(
+                "the KV cache",
+                &[2, layer.kv_heads, capacity, layer.head_size],
+                size_of::<f32>(),
+            )?;
+            kv_bytes = kv_bytes.saturating_add(layer_bytes);
+        }
+        genai_engine::memory::ensure_fits(
+            &format!("the native KV cache for max_length {capacity}"),
+            kv_bytes,
+            None,
+        )?;
         let caches = self
             .model
             .layers

@@ -2,13 +2,6 @@
 // gated_f32: h[r, i] = act(g[r, i]) * u[r, i] over gu `[m, 2w]` (gate | up) into h `[m, w]`.
 // activate_f32: x = act(x) in place. act: 0 SiLU, 1 GELU (erf), 2 GELU (tanh approximation).
 
-__device__ __forceinline__ float activation(float x, int kind) {
-    if (kind == 0) return x / (1.0f + expf(-x));
-    if (kind == 1) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(inner));
-}
-
 extern "C" __global__ void gated_f32(const float* __restrict__ gu, float* __restrict__ h, int w,
                                      int total, int kind) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {

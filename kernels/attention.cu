@@ -2,12 +2,12 @@
 // sequence. Token t (position p = step[0] + t) attends to positions lo..=p, lo = p + 1 - window
 // (clamped at 0) with a window, else 0; head h reads KV head h / (heads / kv_heads).
 //
-// attention_partial_f32: grid (splits, heads, m), one split covers ATTN_CHUNK positions, one
-// block of ATTN_WARPS warps.
+// attention_f32: grid (splits, heads, m), one split covers ATTN_CHUNK positions, one block of
+// ATTN_WARPS warps.
 // Scores scale * (q . k), optionally soft-capped c * tanh(s / c); writes the split's max score,
 // its sum of exp(s - max) and its unnormalised sum of exp(s - max) * v to `part`
 // `[m, heads, splits, hs + 2]`. A split past the token's range writes max = -inf, sum = 0.
-// attention_combine_f32: grid (heads, m), merges the splits and rounds to the activation
+// The last split block of a (token, head) merges the splits and rounds to the activation
 // precision. The split count is fixed by the cache capacity, so a captured graph serves every
 // sequence length.
 
@@ -20,13 +20,13 @@
 // their loads overlap), then accumulates exp(s - max_w) * v over them with lanes over the head
 // dimension; the block merges its warps. No score or value array depends on the sequence
 // length, so any position count runs with the same shared memory.
-extern "C" __global__ void attention_partial_f32(const float* __restrict__ qkv, int ld,
-                                                 const float* __restrict__ k_cache,
-                                                 const float* __restrict__ v_cache,
-                                                 const int* __restrict__ step,
-                                                 float* __restrict__ part, int heads, int kv_heads,
-                                                 int hs, int capacity, float scale, int window,
-                                                 float softcap, int splits) {
+__device__ __forceinline__ void attention_split(const float* __restrict__ qkv, int ld,
+                                                const float* __restrict__ k_cache,
+                                                const float* __restrict__ v_cache,
+                                                const int* __restrict__ step,
+                                                float* __restrict__ part, int heads,
+                                                int kv_heads, int hs, int capacity, float scale,
+                                                int window, float softcap, int splits) {
     __shared__ float s[ATTN_CHUNK];
     __shared__ float wmax[ATTN_WARPS], wsum[ATTN_WARPS];
     __shared__ float wacc[ATTN_WARPS][32 * ATTN_DIMS];
@@ -120,11 +120,9 @@ extern "C" __global__ void attention_partial_f32(const float* __restrict__ qkv, 
     }
 }
 
-extern "C" __global__ void attention_combine_f32(const float* __restrict__ part,
-                                                 float* __restrict__ out, int heads, int hs,
-                                                 int splits, int act) {
-    int h = blockIdx.x, t = blockIdx.y;
-    const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
+// Merges the splits of one (token, head) into `dst` (all threads of the block, over d).
+__device__ __forceinline__ void combine(const volatile float* pp, float* __restrict__ dst, int hs,
+                                        int splits, int act) {
     float mx = NEG_INF;
     for (int i = 0; i < splits; i++) mx = fmaxf(mx, pp[(size_t)i * (hs + 2)]);
     float total = 0.0f;
@@ -139,6 +137,33 @@ extern "C" __global__ void attention_combine_f32(const float* __restrict__ part,
             float m = pp[(size_t)i * (hs + 2)];
             if (m != NEG_INF) acc += pp[(size_t)i * (hs + 2) + 2 + d] * expf(m - mx);
         }
-        out[((size_t)t * heads + h) * hs + d] = round_act(acc * inv, act);
+        dst[d] = round_act(acc * inv, act);
     }
+}
+
+// One launch: every split block writes its partial, and the last of a (token, head)'s splits
+// to finish (a ticket in `counts`, reset after use) merges them into out `[m, heads * hs]`,
+// always in split order, so the result does not depend on which block came last.
+extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
+                                         const float* __restrict__ k_cache,
+                                         const float* __restrict__ v_cache,
+                                         const int* __restrict__ step, float* __restrict__ part,
+                                         int heads, int kv_heads, int hs, int capacity,
+                                         float scale, int window, float softcap, int splits,
+                                         float* __restrict__ out, int* __restrict__ counts,
+                                         int act) {
+    __shared__ int last;
+    int h = blockIdx.y, t = blockIdx.z;
+    attention_split(qkv, ld, k_cache, v_cache, step, part, heads, kv_heads, hs, capacity, scale,
+                    window, softcap, splits);
+    __threadfence();
+    __syncthreads();
+    int* count = counts + (size_t)t * heads + h;
+    if (threadIdx.x == 0) last = atomicAdd(count, 1) == splits - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
+    combine(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act);
+    if (threadIdx.x == 0) *count = 0;
 }

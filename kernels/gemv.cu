@@ -35,7 +35,7 @@ template <typename W, int R>
 __device__ __forceinline__ void gemv_body(const W* __restrict__ w, const float* __restrict__ x,
                                           int ldx, const float* __restrict__ bias,
                                           float* __restrict__ y, int ldy, int n, int k, int m,
-                                          int split, int act, bool bf) {
+                                          int split, int glu, int act, bool bf) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
     int part = warp % split;
@@ -75,41 +75,41 @@ __device__ __forceinline__ void gemv_body(const W* __restrict__ w, const float* 
                 if (r < rows) acc[r] = fmaf(wv, xr[(size_t)r * ldx + c], acc[r]);
         }
     }
-    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
+    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-            int k, int m, int split, int act) {
-    gemv_body<float, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, act, false);
+            int k, int m, int split, int glu, int act) {
+    gemv_body<float, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_decode_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-                   int k, int m, int split, int act) {
-    gemv_body<float, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, act, false);
+                   int k, int m, int split, int glu, int act) {
+    gemv_body<float, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-            int k, int m, int split, int act) {
-    gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, act, false);
+            int k, int m, int split, int glu, int act) {
+    gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_decode_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-                   int k, int m, int split, int act) {
-    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, act, false);
+                   int k, int m, int split, int glu, int act) {
+    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-             int k, int m, int split, int act) {
-    gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, act, true);
+             int k, int m, int split, int glu, int act) {
+    gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_decode_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-                    int k, int m, int split, int act) {
-    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, act, true);
+                    int k, int m, int split, int glu, int act) {
+    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
 }

@@ -17,7 +17,7 @@ __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
                                          const float* __restrict__ bias, float* __restrict__ y,
-                                         int ldy, int n, int k, int m, int bs, int split,
+                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                          int act) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
@@ -61,7 +61,7 @@ __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
             }
         }
     }
-    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
+    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __restrict__ packed,
@@ -69,9 +69,9 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __rest
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
                                          const float* __restrict__ bias, float* __restrict__ y,
-                                         int ldy, int n, int k, int m, int bs, int split,
+                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                          int act) {
-    int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, act);
+    int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_f32(const u8* __restrict__ packed,
@@ -79,9 +79,9 @@ extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_f32(const u8*
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
                                          const float* __restrict__ bias, float* __restrict__ y,
-                                         int ldy, int n, int k, int m, int bs, int split,
+                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                          int act) {
-    int4_f32_body<1>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, act);
+    int4_f32_body<1>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
 // One warp per (block, row): qa `[m, nb * bs]`, sa `[m, nb]`.
@@ -112,7 +112,7 @@ __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,
                                         const float* __restrict__ bias, float* __restrict__ y,
-                                        int ldy, int n, int k, int m, int bs, int split,
+                                        int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
@@ -152,7 +152,7 @@ __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
             acc[r] = fmaf((float)d, scale * sa[(size_t)(r0 + r) * nb + b], acc[r]);
         }
     }
-    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0);
+    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restrict__ packed,
@@ -160,9 +160,9 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restr
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,
                                         const float* __restrict__ bias, float* __restrict__ y,
-                                        int ldy, int n, int k, int m, int bs, int split,
+                                        int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
-    int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, act);
+    int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_i8(const u8* __restrict__ packed,
@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_i8(const u8* 
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,
                                         const float* __restrict__ bias, float* __restrict__ y,
-                                        int ldy, int n, int k, int m, int bs, int split,
+                                        int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
-    int4_i8_body<1>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, act);
+    int4_i8_body<1>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }

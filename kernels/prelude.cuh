@@ -93,12 +93,23 @@ __device__ __forceinline__ void linear_store(float acc, const float* bias, int c
     }
 }
 
+// Feed-forward activations: 0 SiLU, 1 GELU (erf), 2 GELU (tanh approximation).
+__device__ __forceinline__ float activation(float x, int kind) {
+    if (kind == 0) return x / (1.0f + expf(-x));
+    if (kind == 1) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+}
+
 // Sums each column's per-warp partials (`split` warps per column) in warp order, so the
-// result does not depend on timing, and stores the rows through linear_store.
+// result does not depend on timing, and stores the rows through linear_store. With glu >= 0
+// the columns are (gate, up) pairs, both in this block (GEMV_WARPS / split even): the pair's
+// leader stores activation(gate, glu) * up at column col / 2 (no rounding: the MLP runs in f32).
 template <int R>
 __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, int split,
                                                   bool valid, const float* bias, int col,
-                                                  int act, float* y, int ldy, int r0) {
+                                                  int act, float* y, int ldy, int r0,
+                                                  int glu) {
     __shared__ float red[GEMV_WARPS][R];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -108,15 +119,22 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
     }
     __syncthreads();
     if (!valid || lane != 0 || warp % split != 0) return;
+    if (glu >= 0 && (col & 1)) return;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         if (r >= rows) break;
         float v = 0.0f;
         for (int w = warp; w < warp + split; w++) v += red[w][r];
-        linear_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
+        if (glu >= 0) {
+            float u = 0.0f;
+            for (int w = warp + split; w < warp + 2 * split; w++) u += red[w][r];
+            if (bias) {
+                v += bias[col];
+                u += bias[col + 1];
+            }
+            y[(size_t)(r0 + r) * ldy + col / 2] = activation(v, glu) * u;
+        } else {
+            linear_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
+        }
     }
 }
-
-// A block of GEMV_WARPS warps computes GEMV_WARPS / split columns; the `split` warps of a
-// column take interleaved 8-value units of its row (each warp's 32 lanes read 32 consecutive
-// units per step), so a narrow layer (few columns, long rows) still fills the GPU.

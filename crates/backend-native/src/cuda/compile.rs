@@ -41,7 +41,7 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "attention",
         code: include_str!("../../../../kernels/attention.cu"),
-        symbols: &["attention_partial_f32", "attention_combine_f32"],
+        symbols: &["attention_f32"],
     },
     Source {
         family: "activation",

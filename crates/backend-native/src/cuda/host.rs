@@ -65,6 +65,45 @@ impl HostLinear {
         Ok(HostLinear { weight, bias, k, n })
     }
 
+    /// A `[gate | up]` stacked layer (n even) with its rows reordered to (gate_i, up_i) pairs,
+    /// for the linear kernels' GLU epilogue.
+    pub fn interleave_halves(mut self) -> HostLinear {
+        fn pairs<T: Copy>(v: &[T], n: usize) -> Vec<T> {
+            let row = v.len() / n;
+            let half = n / 2;
+            let mut out = Vec::with_capacity(v.len());
+            for i in 0..half {
+                out.extend_from_slice(&v[i * row..(i + 1) * row]);
+                out.extend_from_slice(&v[(half + i) * row..(half + i + 1) * row]);
+            }
+            out
+        }
+        let n = self.n;
+        self.weight = match self.weight {
+            HostWeight::Dense { kernel, nk } => HostWeight::Dense {
+                kernel,
+                nk: pairs(&nk, n),
+            },
+            HostWeight::Int4 {
+                packed,
+                scales,
+                zp_u8,
+                zp_f32,
+                block,
+                int8,
+            } => HostWeight::Int4 {
+                packed: pairs(&packed, n),
+                scales: pairs(&scales, n),
+                zp_u8: zp_u8.map(|z| pairs(&z, n)),
+                zp_f32: zp_f32.map(|z| pairs(&z, n)),
+                block,
+                int8,
+            },
+        };
+        self.bias = self.bias.map(|b| pairs(&b, n));
+        self
+    }
+
     /// The layers stacked along n (outputs `[a | b | ..]`), when they share k and a kernel.
     pub fn concat(parts: Vec<HostLinear>) -> Result<HostLinear, Vec<HostLinear>> {
         let compatible = parts.windows(2).all(|w| {

@@ -128,11 +128,14 @@ pub(crate) struct LinearShape {
     pub n: usize,
     pub ldx: usize,
     pub ldy: usize,
+    /// -1: plain outputs; otherwise (gate, up) column pairs and the activation of the gate
+    /// (0 SiLU, 1 GELU, 2 GELU tanh): `n / 2` outputs act(gate) * up.
+    pub glu: i32,
 }
 
 impl LinearShape {
     fn check(&self) -> Result<(i32, i32, i32, i32, i32, i32), Error> {
-        if self.ldx < self.k || self.m == 0 {
+        if self.ldx < self.k || self.m == 0 || (self.glu >= 0 && !self.n.is_multiple_of(2)) {
             return Err(Error::Invalid {
                 what: "linear shape",
                 why: format!("{self:?}"),
@@ -153,7 +156,9 @@ impl LinearShape {
     fn split(&self) -> usize {
         let steps = (self.k / 256).max(1);
         let mut split = 1;
-        while split < 8 && self.n * split < 16384 && split * 2 <= steps {
+        // (gate, up) pairs must share a block: at least two columns per block.
+        let most = if self.glu >= 0 { 4 } else { 8 };
+        while split < most && self.n * split < 16384 && split * 2 <= steps {
             split *= 2;
         }
         split
@@ -304,6 +309,8 @@ impl Ops<'_> {
         )
     }
 
+    /// Attention of `m` tokens; `part` holds `[m, heads, splits, hs + 2]` partials and
+    /// `counts` `[m, heads]` zeroed tickets (left zeroed).
     #[allow(clippy::too_many_arguments)]
     pub fn attention(
         &self,
@@ -311,7 +318,7 @@ impl Ops<'_> {
         ld: usize,
         (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
         step: DevPtr,
-        (part, splits): (DevPtr, usize),
+        (part, splits, counts): (DevPtr, usize, DevPtr),
         out: DevPtr,
         (m, heads, kv_heads, hs): (usize, usize, usize, usize),
         (scale, window, softcap): (f32, Option<usize>, Option<f32>),
@@ -333,7 +340,7 @@ impl Ops<'_> {
         );
         let win = int("window", window.unwrap_or(0))?;
         let cap_s = softcap.unwrap_or(0.0);
-        let f = self.k.get("attention_partial_f32")?;
+        let f = self.k.get("attention_f32")?;
         // ATTN_WARPS (8) warps per block.
         let grid = (
             grid_dim("splits", splits)?,
@@ -357,19 +364,9 @@ impl Ops<'_> {
             &scale,
             &win,
             &cap_s,
-            &sp
-        )?;
-        let f = self.k.get("attention_combine_f32")?;
-        let grid = (grid_dim("heads", heads)?, grid_dim("tokens", m)?, 1);
-        launch!(
-            self.stream,
-            f,
-            cfg(grid, 128, 0),
-            &part,
-            &out,
-            &h,
-            &hs_i,
             &sp,
+            &out,
+            &counts,
             &act
         )
     }
@@ -404,6 +401,7 @@ impl Ops<'_> {
             &k,
             &m,
             &split,
+            &s.glu,
             &act
         )
     }
@@ -444,6 +442,7 @@ impl Ops<'_> {
             &m,
             &bs,
             &split,
+            &s.glu,
             &act
         )
     }
@@ -500,6 +499,7 @@ impl Ops<'_> {
             &m,
             &bs,
             &split,
+            &s.glu,
             &act
         )
     }

@@ -47,6 +47,8 @@ pub(crate) struct DevMlp {
     pub down: DevLinear,
     pub width: usize,
     pub gated: bool,
+    /// `parts` is one weight of (gate, up) row pairs: its launch writes act(gate) * up.
+    pub glu: bool,
     /// 0 SiLU, 1 GELU (erf), 2 GELU (tanh).
     pub activation: i32,
 }
@@ -172,25 +174,55 @@ fn load_layer(
             up,
             down,
             activation,
-        } => DevMlp {
-            parts: stacked(s, model, &[gate, up])?,
-            down: DevLinear::load(s, model, down)?,
-            width: gate.n,
-            gated: true,
-            activation: activation_code(*activation),
-        },
+        } => {
+            let host = vec![HostLinear::load(model, gate)?, HostLinear::load(model, up)?];
+            let (parts, glu) = match HostLinear::concat(host) {
+                Ok(one) => (
+                    vec![(DevLinear::upload(s, one.interleave_halves())?, 0)],
+                    true,
+                ),
+                Err(parts) => {
+                    let mut out = Vec::new();
+                    let mut col = 0;
+                    for p in parts {
+                        let n = p.n;
+                        out.push((DevLinear::upload(s, p)?, col));
+                        col += n;
+                    }
+                    (out, false)
+                }
+            };
+            DevMlp {
+                parts,
+                down: DevLinear::load(s, model, down)?,
+                width: gate.n,
+                gated: true,
+                glu,
+                activation: activation_code(*activation),
+            }
+        }
         Mlp::GatedFused {
             gate_up,
             width,
             down,
             activation,
-        } => DevMlp {
-            parts: vec![(DevLinear::load(s, model, gate_up)?, 0)],
-            down: DevLinear::load(s, model, down)?,
-            width: *width,
-            gated: true,
-            activation: activation_code(*activation),
-        },
+        } => {
+            let host = HostLinear::load(model, gate_up)?;
+            if host.n != 2 * width {
+                return Err(Error::Invalid {
+                    what: "gate_up",
+                    why: format!("{} outputs, expected 2 x {width}", host.n),
+                });
+            }
+            DevMlp {
+                parts: vec![(DevLinear::upload(s, host.interleave_halves())?, 0)],
+                down: DevLinear::load(s, model, down)?,
+                width: *width,
+                gated: true,
+                glu: true,
+                activation: activation_code(*activation),
+            }
+        }
         Mlp::Plain {
             up,
             down,
@@ -200,6 +232,7 @@ fn load_layer(
             down: DevLinear::load(s, model, down)?,
             width: up.n,
             gated: false,
+            glu: false,
             activation: activation_code(*activation),
         },
     };

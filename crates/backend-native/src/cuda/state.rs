@@ -29,6 +29,8 @@ pub(crate) struct Buffers {
     qkv: DevBuf<f32>,
     attn: DevBuf<f32>,
     part: DevBuf<f32>,
+    /// Attention tickets `[CHUNK, heads]`, zero between launches.
+    counts: DevBuf<i32>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
     qa: DevBuf<i8>,
@@ -79,6 +81,7 @@ impl Buffers {
             qkv: z(CHUNK * qkv_w)?,
             attn: z(CHUNK * attn_w)?,
             part: z(CHUNK * part_w * splits)?,
+            counts: DevBuf::zeros(stream, CHUNK * max(&|l| l.heads))?,
             gu: z(CHUNK * gu_w)?,
             h: z(CHUNK * h_w)?,
             qa: DevBuf::zeros(stream, CHUNK * quant.0)?,
@@ -237,7 +240,7 @@ fn attention_block(
         ld,
         cache,
         b.step.ptr,
-        (b.part.ptr, b.splits),
+        (b.part.ptr, b.splits, b.counts.ptr),
         b.attn.ptr,
         dims,
         (l.scale, l.window, l.softcap),
@@ -267,6 +270,15 @@ fn mlp_block(
     let mlp = &l.mlp;
     let w = mlp.width;
     let hidden = l.mlp.down.n;
+    if let [(p, 0)] = mlp.parts.as_slice()
+        && mlp.glu
+    {
+        let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
+        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
+        return mlp
+            .down
+            .run(ops, b.h.ptr, w, b.delta.ptr, hidden, m, 0, scratch);
+    }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         p.run(ops, b.normed.ptr, p.k, b.gu.at(*col)?, gu_ld, m, 0, scratch)?;

@@ -128,12 +128,29 @@ impl DevLinear {
         act: i32,
         scratch: QuantScratch,
     ) -> Result<(), Error> {
+        self.run_glu(ops, (x, ldx), (y, ldy), m, act, -1, scratch)
+    }
+
+    /// [`DevLinear::run`]; with `glu >= 0` the outputs are (gate, up) pairs and y gets
+    /// `n / 2` values act(gate) * up (`glu` the activation).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_glu(
+        &self,
+        ops: &Ops<'_>,
+        (x, ldx): (DevPtr, usize),
+        (y, ldy): (DevPtr, usize),
+        m: usize,
+        act: i32,
+        glu: i32,
+        scratch: QuantScratch,
+    ) -> Result<(), Error> {
         let shape = LinearShape {
             m,
             k: self.k,
             n: self.n,
             ldx,
             ldy,
+            glu,
         };
         let bias = self.bias.as_ref().map_or(0, |b| b.ptr);
         match &self.weight {

@@ -13,37 +13,6 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Installs the library under its official name (`libonnxruntime-genai.so`, the soname it
-/// carries) in a folder of its own, as a user would, and compiles the C program against it.
-fn build_program() -> Result<PathBuf> {
-    let built = common::built_library().map_err(anyhow::Error::msg)?;
-    let lib_dir = built
-        .parent()
-        .context("library folder")?
-        .join("capi-c-test");
-    std::fs::create_dir_all(&lib_dir)?;
-    let installed =
-        lib_dir.join(common::library_file_name().replace("onnxruntime_genai", "onnxruntime-genai"));
-    std::fs::copy(&built, &installed)?;
-    let out = lib_dir.join("smoke");
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .arg("-std=c11")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-I")
-        .arg(crate_dir().join("include"))
-        .arg(crate_dir().join("tests/c/smoke.c"))
-        .arg("-o")
-        .arg(&out)
-        .arg(format!("-L{}", lib_dir.display()))
-        .arg("-lonnxruntime-genai")
-        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
-        .status()
-        .context("running the C compiler (set CC, or install cc)")?;
-    ensure!(status.success(), "the C program did not compile");
-    Ok(out)
-}
-
 fn first_case(model: &Path) -> Result<(Vec<i64>, u64, Vec<i64>)> {
     let text = std::fs::read_to_string(model.join("expected_ort_genai_0.18.json"))?;
     let json: Value = serde_json::from_str(&text)?;
@@ -110,7 +79,7 @@ fn run(program: &Path, model: &Path, backend: &str) -> Result<()> {
 
 #[test]
 fn c_program_generates_the_official_sequence() -> Result<()> {
-    let program = build_program()?;
+    let program = common::build_c_smoke("capi-c-test").map_err(anyhow::Error::msg)?;
     let root = crate_dir().join("../..");
     let models = [
         root.join("models/fixtures/qwen2-fp32-cpu"),

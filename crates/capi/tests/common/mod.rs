@@ -6,6 +6,7 @@
 pub mod ffi;
 
 use std::path::PathBuf;
+use std::process::Command;
 
 /// The file name cargo gives the cdylib on this platform.
 pub fn library_file_name() -> &'static str {
@@ -49,4 +50,33 @@ pub fn built_library() -> Result<PathBuf, String> {
                 deps.display()
             )
         })
+}
+
+/// Installs the library under its official name (`libonnxruntime-genai.so`, the soname it
+/// carries) in `<profile>/<folder>/`, as a user would, and compiles `tests/c/smoke.c` against
+/// the generated header and that library. Returns the program.
+pub fn build_c_smoke(folder: &str) -> Result<PathBuf, String> {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let built = built_library()?;
+    let lib_dir = built.parent().ok_or("no library folder")?.join(folder);
+    std::fs::create_dir_all(&lib_dir).map_err(|e| e.to_string())?;
+    let installed =
+        lib_dir.join(library_file_name().replace("onnxruntime_genai", "onnxruntime-genai"));
+    std::fs::copy(&built, &installed).map_err(|e| e.to_string())?;
+    let out = lib_dir.join("smoke");
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-Wall", "-Werror", "-g", "-I"])
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("tests/c/smoke.c"))
+        .arg("-o")
+        .arg(&out)
+        .arg(format!("-L{}", lib_dir.display()))
+        .arg("-lonnxruntime-genai")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .status()
+        .map_err(|e| format!("running the C compiler (set CC, or install cc): {e}"))?;
+    if !status.success() {
+        return Err("the C program did not compile".into());
+    }
+    Ok(out)
 }

@@ -42,7 +42,8 @@ pub struct StepInput<'a> {
     pub total_len: usize,
 }
 
-/// A loaded model that can start generations.
+/// A loaded model that can start generations. Thread safety: shared by any number of threads
+/// (`Send + Sync`); each generation gets its own [`DecodeBackend`] state.
 pub trait Decoder: Send + Sync {
     /// Creates the per-generation state.
     fn start(&self, options: &StartOptions) -> Result<Box<dyn DecodeBackend>>;
@@ -52,7 +53,8 @@ pub trait Decoder: Send + Sync {
     fn vocab_size(&self) -> usize;
 }
 
-/// The state of one generation: runs forward passes and owns the KV cache.
+/// The state of one generation: runs forward passes and owns the KV cache. Thread safety: may
+/// move between threads (`Send`), used by one at a time (`&mut self`).
 pub trait DecodeBackend: Send {
     /// Runs the new tokens through the model, extending the KV cache, and returns the logits of
     /// the last new position of every row, row-major `[batch, vocab]`, as f32.

@@ -27,7 +27,8 @@ pub struct GeneratorTimings {
     pub decode_ms: Vec<f64>,
 }
 
-/// One generation over a batch of rows.
+/// One generation over a batch of rows. Thread safety: `Send`, used by one thread at a time;
+/// [`Generator::cancel_handle`] gives a flag any thread may set to stop it at its next step.
 pub struct Generator {
     backend: Box<dyn DecodeBackend>,
     search: Search,

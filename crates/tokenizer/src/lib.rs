@@ -41,7 +41,8 @@ pub struct SpecialTokens {
 }
 
 /// A model's tokenizer: tokenizer.json plus the optional tokenizer_config.json and
-/// chat_template.jinja beside it.
+/// chat_template.jinja beside it. Thread safety: `Send + Sync`, every method takes `&self`, so
+/// one tokenizer may serve any number of threads.
 #[derive(Debug)]
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,

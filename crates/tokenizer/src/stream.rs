@@ -26,7 +26,8 @@ use std::sync::Arc;
 const MAX_HELD: usize = 64;
 
 /// Incremental decoder made by [`Tokenizer::stream`] (borrowing the tokenizer) or
-/// [`StreamDecoder::shared`] (holding an `Arc` of it).
+/// [`StreamDecoder::shared`] (holding an `Arc` of it). Thread safety: `Send + Sync`, one stream
+/// per sequence, mutated through `&mut self`.
 #[derive(Debug)]
 pub struct StreamDecoder<T: Deref<Target = Tokenizer>> {
     tokenizer: T,

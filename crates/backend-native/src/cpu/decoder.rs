@@ -1,10 +1,10 @@
 //! The native CPU decoder behind the engine's [`Decoder`] and [`DecodeBackend`] traits.
 
-use crate::cpu::forward::{LayerCache, LogitsOf, forward};
 use crate::cpu::model::NativeModel;
+use crate::cpu::state::CpuState;
 use crate::cpu::threads::ThreadPool;
 use crate::error::Error;
-use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
+use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions};
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
@@ -59,49 +59,12 @@ impl CpuDecoder {
 
 impl Decoder for CpuDecoder {
     fn start(&self, options: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
-        if options.batch != 1 {
-            return Err(genai_engine::Error::backend(
-                "native",
-                format!(
-                    "batch size {} is not supported yet: the native CPU decoder runs one sequence",
-                    options.batch
-                ),
-            ));
-        }
-        let capacity = options.max_length;
-        let mut kv_bytes = 0u64;
-        for layer in &self.model.layers {
-            let layer_bytes = genai_engine::memory::checked_bytes(
-                "the KV cache",
-                &[2, layer.kv_heads, capacity, layer.head_size],
-                size_of::<f32>(),
-            )?;
-            kv_bytes = kv_bytes.saturating_add(layer_bytes);
-        }
-        genai_engine::memory::ensure_fits(
-            &format!("the native KV cache for max_length {capacity}"),
-            kv_bytes,
-            None,
-        )?;
-        let caches = self
-            .model
-            .layers
-            .iter()
-            .map(|layer| {
-                let len = layer.kv_heads * capacity * layer.head_size;
-                LayerCache {
-                    k: vec![0.0; len],
-                    v: vec![0.0; len],
-                }
-            })
-            .collect();
-        Ok(Box::new(CpuState {
-            model: Arc::clone(&self.model),
-            pool: Arc::clone(&self.pool),
-            caches,
-            capacity,
-            len: 0,
-        }))
+        Ok(Box::new(CpuState::new(
+            Arc::clone(&self.model),
+            Arc::clone(&self.pool),
+            options.batch,
+            options.max_length,
+        )?))
     }
 
     fn info(&self) -> &BackendInfo {
@@ -110,72 +73,5 @@ impl Decoder for CpuDecoder {
 
     fn vocab_size(&self) -> usize {
         self.model.vocab
-    }
-}
-
-/// One generation: its KV cache and position.
-struct CpuState {
-    model: Arc<NativeModel>,
-    pool: Arc<ThreadPool>,
-    caches: Vec<LayerCache>,
-    capacity: usize,
-    len: usize,
-}
-
-impl CpuState {
-    fn run(
-        &mut self,
-        input: &StepInput<'_>,
-        logits_of: LogitsOf,
-    ) -> genai_engine::Result<Vec<f32>> {
-        let past = input
-            .total_len
-            .checked_sub(input.new_len)
-            .filter(|&p| p == self.len)
-            .ok_or_else(|| {
-                genai_engine::Error::InvalidState(format!(
-                    "step starts at position {} but the KV cache holds {}",
-                    input.total_len.saturating_sub(input.new_len),
-                    self.len
-                ))
-            })?;
-        if input.tokens.len() != input.new_len {
-            return Err(genai_engine::Error::backend(
-                "native",
-                "batch size 1 expected",
-            ));
-        }
-        let ids: Vec<i64> = input.tokens.iter().map(|&t| i64::from(t)).collect();
-        let logits = forward(
-            &self.model,
-            &mut self.caches,
-            self.capacity,
-            past,
-            &ids,
-            logits_of,
-            &self.pool,
-        )
-        .map_err(|e| genai_engine::Error::backend("native", e))?;
-        self.len = input.total_len;
-        Ok(logits)
-    }
-}
-
-impl DecodeBackend for CpuState {
-    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
-        self.run(input, LogitsOf::Last)
-    }
-
-    fn forward_all(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
-        self.run(input, LogitsOf::Every)
-    }
-
-    fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {
-        self.len = len.min(self.len);
-        Ok(())
-    }
-
-    fn cached_len(&self) -> usize {
-        self.len
     }
 }

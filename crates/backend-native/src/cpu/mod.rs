@@ -4,6 +4,7 @@ mod decoder;
 mod forward;
 pub mod kernels;
 mod model;
+mod state;
 pub mod threads;
 mod weights;
 

@@ -2,7 +2,7 @@
 # The native CUDA decoder on a GPU machine, in one call: per-kernel checks against the CPU
 # kernels, CUDA vs CPU parity on every fixture, route/generate through the CLI, then
 # random-weight models of real shapes made with the official builder and `genai-bridge bench`
-# on each, graph on and off. SHAPES is a space-separated list. Results go to $OUT (or ./cuda-bench-out).
+# on each, graph on and off (GRAPH_MODES, default "1 0"). SHAPES is a space-separated list. Results go to $OUT (or ./cuda-bench-out).
 #
 # Expects, built elsewhere (the GPU machine has no Rust) and copied into carry/cuda/:
 #   genai-bridge   cargo build --release --features cuda
@@ -48,7 +48,7 @@ for shape in ${SHAPES:-qwen2.5-0.5b}; do
     tail -1 "$out/make.log" | cut -c1-200
     for dir in "$models/$shape"-*/; do
         [[ -f "$dir/genai_config.json" ]] || continue
-        for graph in 1 0; do
+        for graph in ${GRAPH_MODES:-1 0}; do
             GENAI_BRIDGE_CUDA_GRAPH=$graph timeout 300 "$bin/genai-bridge" bench "$dir" \
                 --backend native --device cuda --prompt-tokens 128 --decode-tokens 256 --runs 2 \
                 --json 2>&1 | tee -a "$out/bench.jsonl" | cut -c1-400

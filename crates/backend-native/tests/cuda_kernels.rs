@@ -27,3 +27,24 @@ fn cuda_kernels_match_the_cpu_kernels() {
     }
     assert!(failed.is_empty(), "failed: {failed:?}");
 }
+
+/// With no driver or no GPU (as in CI), probing and loading are errors with a reason, never a
+/// panic; with a GPU, loading a fixture works.
+#[test]
+fn a_missing_gpu_is_an_error_not_a_panic() {
+    use genai_backend_native::{CudaDecoder, CudaOptions};
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models/fixtures/qwen2-fp32-cpu");
+    let config = genai_config::Config::load(&dir).expect("fixture config");
+    let model = genai_onnx::OnnxModel::load(&config.decoder_path()).expect("fixture model");
+    let plan = genai_frontend::lift(&model, &config).expect("the fixture lifts");
+    let loaded = CudaDecoder::load(&model, &plan, &CudaOptions::default());
+    match probe() {
+        Ok(device) => assert!(loaded.is_ok(), "{device}: {:?}", loaded.err()),
+        Err(why) => {
+            assert!(!why.is_empty());
+            let err = loaded.err().expect("no device: loading must fail");
+            assert_eq!(err.to_string(), why);
+        }
+    }
+}

@@ -10,6 +10,25 @@ use crate::plan::{
 };
 
 impl DecoderPlan {
+    /// Every linear layer of the plan, the lm_head last.
+    pub fn linears(&self) -> Vec<&Linear> {
+        let mut all = Vec::new();
+        for layer in &self.layers {
+            match &layer.attention.qkv {
+                crate::Qkv::Fused { linear, .. } => all.push(linear),
+                crate::Qkv::Separate { q, k, v } => all.extend([q, k, v]),
+            }
+            all.push(&layer.attention.output);
+            match &layer.mlp {
+                Mlp::Gated { gate, up, down, .. } => all.extend([gate, up, down]),
+                Mlp::GatedFused { gate_up, down, .. } => all.extend([gate_up, down]),
+                Mlp::Plain { up, down, .. } => all.extend([up, down]),
+            }
+        }
+        all.push(&self.lm_head);
+        all
+    }
+
     /// Whether the lm_head reads the same stored tensor as the token embedding.
     pub fn tied_embeddings(&self) -> bool {
         match (&self.embedding.tokens, &self.lm_head.weight) {

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// A writable copy of a bundled fp32 fixture.
 fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -250,4 +251,44 @@ fn a_kv_cache_larger_than_memory_is_refused_before_it_is_allocated() {
     fails_with(&native, &["KV cache", "max_length", "available"]);
     let ort = ["generate", path, "--backend", "ort", "--prompt-ids", "1,2"];
     fails_with(&ort, &["KV"]);
+}
+
+#[test]
+fn native_weights_over_the_memory_limit_hand_over_to_onnx_runtime_under_auto() {
+    let (_t, dir) = copy_fixture("qwen2-fp32-cpu");
+    let path = dir.to_str().expect("utf-8");
+    let run = |backend: &str| {
+        Command::new(env!("CARGO_BIN_EXE_genai-bridge"))
+            .args([
+                "generate",
+                path,
+                "--prompt-ids",
+                "1,2",
+                "--max-new-tokens",
+                "2",
+            ])
+            .args(["--backend", backend, "--json"])
+            .env("GENAI_BRIDGE_MEMORY_LIMIT", "4096")
+            .output()
+            .expect("run genai-bridge")
+    };
+    let native = run("native");
+    let stderr = String::from_utf8_lossy(&native.stderr);
+    assert!(!native.status.success(), "native must refuse: {stderr}");
+    assert!(stderr.contains("prepared weights"), "{stderr}");
+    let auto = run("auto");
+    let stdout = String::from_utf8_lossy(&auto.stdout);
+    assert!(
+        auto.status.success(),
+        "auto must fall back: {}",
+        String::from_utf8_lossy(&auto.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("json");
+    assert_eq!(json["route"]["backend"], "ort", "{json}");
+    assert!(
+        json["route"]["reasons"]
+            .to_string()
+            .contains("could not load"),
+        "{json}"
+    );
 }

@@ -4,9 +4,20 @@
 
 use crate::{Error, Result};
 
-/// Bytes of memory the system says are available now (`MemAvailable` on Linux); `None` where
-/// that cannot be read, and then nothing is refused on this ground.
+/// Bytes of memory genai-bridge may allocate now: what the system says is available
+/// (`MemAvailable` on Linux), capped by `GENAI_BRIDGE_MEMORY_LIMIT` (bytes) when that is set;
+/// `None` when neither is known, and then nothing is refused on this ground.
 pub fn available_memory() -> Option<u64> {
+    let cap = std::env::var("GENAI_BRIDGE_MEMORY_LIMIT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match (system_available(), cap) {
+        (Some(system), Some(cap)) => Some(system.min(cap)),
+        (system, cap) => system.or(cap),
+    }
+}
+
+fn system_available() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
         let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;

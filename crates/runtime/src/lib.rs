@@ -182,13 +182,31 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
             open_native_cuda(&model, plan)?
         }
         (BackendKind::Native, Some(plan)) => {
-            let native = CpuDecoder::load(
+            let loaded = CpuDecoder::load(
                 &model,
                 plan,
                 &CpuOptions {
                     threads: options.threads,
                 },
-            )?;
+            );
+            let native = match loaded {
+                Ok(native) => native,
+                // Under auto routing a native decoder that cannot load (e.g. its prepared
+                // weights would not fit in memory) hands over to ONNX Runtime, which maps the
+                // weights instead of converting them.
+                Err(e) if options.backend == BackendRequest::Auto && facts_ort_ok(&facts) => {
+                    route.reasons.push(format!(
+                        "the native decoder could not load ({e}): running on ONNX Runtime"
+                    ));
+                    route.backend = BackendKind::Ort;
+                    return Ok(Opened {
+                        decoder: Box::new(OrtDecoder::load(config, &ort_options)?),
+                        route,
+                        plan: Some(plan.clone()),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            };
             if options.verify {
                 match verify::against_ort(config, &native, plan, &facts, &ort_options) {
                     verify::Outcome::Passed(note) => route.reasons.push(note),
@@ -215,8 +233,13 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
     })
 }
 
+/// Whether the probe found a usable ONNX Runtime.
+fn facts_ort_ok(facts: &RouteFacts) -> bool {
+    matches!(facts.ort, Some(Ok(_)))
+}
+
 /// Opens ONNX Runtime on `device` for what the routed decoder cannot do (the C ABI uses it for
-/// batch sizes the native decoder does not run yet).
+/// batches a native backend cannot run).
 pub fn open_ort(
     config: &Config,
     device: DeviceKind,

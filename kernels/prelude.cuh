@@ -101,6 +101,10 @@ __device__ __forceinline__ float activation(float x, int kind) {
     return 0.5f * x * (1.0f + tanhf(inner));
 }
 
+// activation() as a call: the linear epilogues use it once per output, and inlining its three
+// branches into every linear kernel variant multiplies their code size.
+__device__ __noinline__ float activation_outlined(float x, int kind) { return activation(x, kind); }
+
 // Sums each column's per-warp partials (`split` warps per column) in warp order, so the
 // result does not depend on timing, and stores the rows through linear_store. With glu >= 0
 // the columns are (gate, up) pairs, both in this block (GEMV_WARPS / split even): the pair's
@@ -132,7 +136,7 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
                 v += bias[col];
                 u += bias[col + 1];
             }
-            y[(size_t)(r0 + r) * ldy + col / 2] = activation(v, glu) * u;
+            y[(size_t)(r0 + r) * ldy + col / 2] = activation_outlined(v, glu) * u;
         } else {
             linear_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
         }

@@ -32,6 +32,7 @@ fn every_kernel_family_compiles_for_sm_90() {
     assert!(version.0 >= 13, "NVRTC {version:?}: CUDA 13 expected");
     let mut failures = Vec::new();
     for source in SOURCES {
+        let start = std::time::Instant::now();
         match compile::compile(source, ARCH) {
             Ok(cubin) => {
                 assert!(
@@ -40,9 +41,10 @@ fn every_kernel_family_compiles_for_sm_90() {
                     source.family
                 );
                 eprintln!(
-                    "kernels/{}.cu: {} bytes of sm_90 cubin",
+                    "kernels/{}.cu: {} bytes of sm_90 cubin in {:.1} s",
                     source.family,
-                    cubin.len()
+                    cubin.len(),
+                    start.elapsed().as_secs_f64()
                 );
             }
             Err(e) => failures.push(e.to_string()),
@@ -64,4 +66,23 @@ fn a_compile_error_keeps_the_nvrtc_log() {
     let err = compile::compile(&broken, ARCH).expect_err("must not compile");
     let text = err.to_string();
     assert!(text.contains("undefined_name"), "log missing from: {text}");
+}
+
+#[test]
+fn a_compiled_family_is_read_back_from_the_disk_cache() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("genai-kernel-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let source = &SOURCES[0];
+    let (first, origin) = compile::cubin_in(source, ARCH, Some(dir.clone())).expect("compiles");
+    assert_eq!(origin, compile::Origin::Compiled);
+    let (again, origin) = compile::cubin_in(source, ARCH, Some(dir.clone())).expect("cached");
+    assert_eq!(origin, compile::Origin::Cache);
+    assert_eq!(first, again);
+    // Another architecture is another key.
+    let (_, origin) = compile::cubin_in(source, "sm_80", Some(dir.clone())).expect("compiles");
+    assert_eq!(origin, compile::Origin::Compiled);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -220,29 +220,53 @@ pub enum Origin {
 /// The family's cubin for `arch`: from the disk cache, else compiled and stored there (a
 /// cache that cannot be written only costs the next load a compile).
 pub fn cubin(source: &Source, arch: &str) -> Result<(Vec<u8>, Origin), Error> {
+    cubin_in(source, arch, cache_dir())
+}
+
+/// [`cubin`] with the cache in `dir` (none: no cache).
+pub fn cubin_in(
+    source: &Source,
+    arch: &str,
+    dir: Option<PathBuf>,
+) -> Result<(Vec<u8>, Origin), Error> {
     let version = nvrtc_version().map_err(|message| Error::Nvrtc {
         family: source.family,
         arch: arch.to_string(),
         message,
         log: String::new(),
     })?;
-    let path = cache_dir().map(|d| d.join(cache_key(source, arch, version)));
+    let path = dir
+        .as_ref()
+        .map(|d| d.join(cache_key(source, arch, version)));
     if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok())
         && !bytes.is_empty()
     {
         return Ok((bytes, Origin::Cache));
     }
     let bytes = compile(source, arch)?;
-    if let Some(path) = path
-        && let Some(dir) = path.parent()
-        && std::fs::create_dir_all(dir).is_ok()
-    {
+    if let Some(dir) = dir {
+        store_in(&dir, source, arch, &bytes);
+    }
+    Ok((bytes, Origin::Compiled))
+}
+
+/// Writes a family's cubin to the cache (write then rename, so readers never see a partial
+/// file); a cache that cannot be written only costs the next load a compile.
+pub fn store(source: &Source, arch: &str, bytes: &[u8]) {
+    if let Some(dir) = cache_dir() {
+        store_in(&dir, source, arch, bytes);
+    }
+}
+
+fn store_in(dir: &std::path::Path, source: &Source, arch: &str, bytes: &[u8]) {
+    let Ok(version) = nvrtc_version() else { return };
+    let path = dir.join(cache_key(source, arch, version));
+    if std::fs::create_dir_all(dir).is_ok() {
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
     }
-    Ok((bytes, Origin::Compiled))
 }
 
 #[cfg(test)]

@@ -32,20 +32,50 @@ fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> E
 }
 
 impl Kernels {
-    /// Compiles (or reads from the cache) and loads every family for the device.
+    /// Compiles (or reads from the cache) and loads every family for the device. Families
+    /// compile in parallel (NVRTC programs are independent); a cached cubin the driver rejects
+    /// is compiled again.
     pub fn load(device: &Device) -> Result<Kernels, Error> {
+        let arch = device.arch.as_str();
+        let cubins: Vec<Result<(Vec<u8>, Origin), Error>> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = SOURCES
+                .iter()
+                .map(|source| scope.spawn(move || compile::cubin(source, arch)))
+                .collect();
+            jobs.into_iter()
+                .map(|job| {
+                    job.join().unwrap_or_else(|_| {
+                        Err(Error::Cuda {
+                            what: "NVRTC",
+                            message: "a compile thread panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
         let mut functions = HashMap::new();
         let (mut compiled, mut cached) = (0, 0);
-        for source in SOURCES {
-            let (cubin, origin) = compile::cubin(source, &device.arch)?;
-            match origin {
-                Origin::Cache => cached += 1,
-                Origin::Compiled => compiled += 1,
-            }
-            let module = device
-                .ctx
-                .load_module(Ptx::from_binary(cubin))
-                .map_err(launch_error("module load"))?;
+        for (source, cubin) in SOURCES.iter().zip(cubins) {
+            let (cubin, origin) = cubin?;
+            let module = match device.ctx.load_module(Ptx::from_binary(cubin)) {
+                Ok(module) => {
+                    match origin {
+                        Origin::Cache => cached += 1,
+                        Origin::Compiled => compiled += 1,
+                    }
+                    module
+                }
+                Err(_) if origin == Origin::Cache => {
+                    compiled += 1;
+                    let fresh = compile::compile(source, arch)?;
+                    compile::store(source, arch, &fresh);
+                    device
+                        .ctx
+                        .load_module(Ptx::from_binary(fresh))
+                        .map_err(launch_error("module load"))?
+                }
+                Err(e) => return Err(launch_error("module load")(e)),
+            };
             for &symbol in source.symbols {
                 let f = module
                     .load_function(symbol)

@@ -402,7 +402,83 @@ fn dequantize_rows(model: &OnnxModel, w: &PlanInt4) -> Result<Vec<f32>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::transpose_bytes;
+    use super::{HostLinear, HostWeight, transpose_bytes};
+
+    fn dense(n: usize, k: usize, first: u8, bias: Option<f32>) -> HostLinear {
+        HostLinear {
+            weight: HostWeight::Dense {
+                kernel: "gemv_f16",
+                nk: (0..n * k * 2)
+                    .map(|i| first.wrapping_add(i as u8))
+                    .collect(),
+            },
+            bias: bias.map(|b| vec![b; n]),
+            k,
+            n,
+        }
+    }
+
+    fn int4(n: usize, k: usize, block: usize, int8: bool) -> HostLinear {
+        let nb = k.div_ceil(block);
+        HostLinear {
+            weight: HostWeight::Int4 {
+                packed: (0..n * nb * block / 2).map(|i| i as u8).collect(),
+                scales: (0..n * nb).map(|i| i as f32).collect(),
+                zp_u8: Some(vec![8; n * nb]),
+                zp_f32: Some(vec![8.0; n * nb]),
+                block,
+                int8,
+            },
+            bias: None,
+            k,
+            n,
+        }
+    }
+
+    #[test]
+    fn compatible_projections_stack_along_n() {
+        let (q, k) = (dense(4, 8, 0, Some(1.0)), dense(2, 8, 100, None));
+        let (q_rows, k_rows) = match (&q.weight, &k.weight) {
+            (HostWeight::Dense { nk: a, .. }, HostWeight::Dense { nk: b, .. }) => {
+                (a.clone(), b.clone())
+            }
+            _ => unreachable!(),
+        };
+        let Ok(one) = HostLinear::concat(vec![q, k]) else {
+            panic!("same k and kernel must stack");
+        };
+        assert_eq!((one.n, one.k), (6, 8));
+        let HostWeight::Dense { nk, .. } = &one.weight else {
+            panic!("dense");
+        };
+        assert_eq!(nk[..q_rows.len()], q_rows[..]);
+        assert_eq!(nk[q_rows.len()..], k_rows[..]);
+        // A missing bias becomes zeros.
+        assert_eq!(one.bias, Some(vec![1.0, 1.0, 1.0, 1.0, 0.0, 0.0]));
+    }
+
+    #[test]
+    fn incompatible_projections_stay_apart() {
+        let parts = vec![dense(4, 8, 0, None), dense(4, 16, 0, None)];
+        assert_eq!(HostLinear::concat(parts).err().map(|p| p.len()), Some(2));
+        let parts = vec![int4(4, 64, 32, true), int4(4, 64, 32, false)];
+        assert_eq!(HostLinear::concat(parts).err().map(|p| p.len()), Some(2));
+        let parts = vec![int4(4, 64, 32, true), int4(2, 64, 32, true)];
+        assert!(HostLinear::concat(parts).is_ok());
+    }
+
+    #[test]
+    fn halves_interleave_into_gate_up_pairs() {
+        // Rows 0..3 are gate, 3..6 up: pairs (0, 3), (1, 4), (2, 5).
+        let h = int4(6, 32, 32, false).interleave_halves();
+        let HostWeight::Int4 { packed, scales, .. } = &h.weight else {
+            panic!("int4");
+        };
+        assert_eq!(scales, &vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        let row = |r: u8| (r * 16..r * 16 + 16).collect::<Vec<u8>>();
+        let want: Vec<u8> = [0, 3, 1, 4, 2, 5].iter().flat_map(|&r| row(r)).collect();
+        assert_eq!(packed, &want);
+    }
 
     #[test]
     fn transpose_moves_every_element() {

@@ -591,3 +591,29 @@ impl Ops<'_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::LinearShape;
+
+    fn split(n: usize, k: usize, glu: i32) -> usize {
+        let s = LinearShape {
+            m: 1,
+            k,
+            n,
+            ldx: k,
+            ldy: n,
+            glu,
+        };
+        s.split()
+    }
+
+    #[test]
+    fn narrow_layers_split_their_rows_across_warps() {
+        assert_eq!(split(1536, 8960, -1), 8); // a down projection
+        assert_eq!(split(2048, 1536, -1), 4); // at least one 256-value step per warp
+        assert_eq!(split(17920, 1536, -1), 1); // wide enough already
+        assert_eq!(split(64, 8960, 0), 4); // GLU pairs must share a block
+        assert_eq!(split(100, 100, -1), 1); // short rows
+    }
+}

@@ -62,6 +62,23 @@ impl Buffers {
             }
         }
         let splits = capacity.div_ceil(ATTN_CHUNK).max(1);
+        let kv_bytes: usize = layers
+            .iter()
+            .map(|l| 2 * 4 * l.kv_heads * capacity * l.head_size)
+            .sum();
+        if let Ok((free, _)) = stream.context().mem_get_info()
+            && kv_bytes > free
+        {
+            return Err(Error::Invalid {
+                what: "max_length",
+                why: format!(
+                    "a KV cache of {capacity} positions needs {:.2} GB of device memory, {:.2} GB \
+                     are free",
+                    kv_bytes as f64 / 1e9,
+                    free as f64 / 1e9
+                ),
+            });
+        }
         let z = |n: usize| DevBuf::<f32>::zeros(stream, n);
         let kv = layers
             .iter()

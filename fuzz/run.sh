@@ -21,7 +21,9 @@ fi
 rss_limit_mb=2048
 timeout=10
 case "$target" in
-    capi_calls) timeout=20 ;;
+    # The library allocates caller-requested tensors up to 16 GiB (lazily zeroed memory, see
+    # MAX_OWNED_BYTES in crates/capi/src/tensor.rs): allow single allocations up to that.
+    capi_calls) timeout=20; set -- -malloc_limit_mb=16400 "$@" ;;
 esac
 
 # The fuzz build needs no ONNX Runtime download (the C ABI target runs the native decoder).

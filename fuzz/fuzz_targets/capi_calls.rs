@@ -668,7 +668,7 @@ impl Program<'_, '_> {
                     let s = self.handle(Kind::Sequences)?;
                     check(OgaGenerator_AppendTokenSequences(g, s));
                 }
-                37 | 38 | 39 => {
+                37..=39 => {
                     let g = self.handle(Kind::Generator)?;
                     let n = self.u.int_in_range(1..=4usize)?;
                     for _ in 0..n {

@@ -346,11 +346,11 @@ fn mutate(u: &mut Unstructured<'_>, m: &mut ModelProto) -> arbitrary::Result<()>
         }
         // Nodes: dangling inputs, cycles, duplicated outputs, op types, domains.
         5 => {
-            if let Some(n) = pick(u, &mut g.node)? {
-                if !n.input.is_empty() {
-                    let i = u.choose_index(n.input.len())?;
-                    n.input[i] = format!("dangling_{}", u8::arbitrary(u)?);
-                }
+            if let Some(n) = pick(u, &mut g.node)?
+                && !n.input.is_empty()
+            {
+                let i = u.choose_index(n.input.len())?;
+                n.input[i] = format!("dangling_{}", u8::arbitrary(u)?);
             }
         }
         6 => {
@@ -368,11 +368,12 @@ fn mutate(u: &mut Unstructured<'_>, m: &mut ModelProto) -> arbitrary::Result<()>
             }
         }
         7 => {
-            if let Some(n) = pick(u, &mut g.node)? {
-                if !n.output.is_empty() && !outputs.is_empty() {
-                    let k = u.choose_index(n.output.len())?;
-                    n.output[k] = u.choose(&outputs)?.clone();
-                }
+            if let Some(n) = pick(u, &mut g.node)?
+                && !n.output.is_empty()
+                && !outputs.is_empty()
+            {
+                let k = u.choose_index(n.output.len())?;
+                n.output[k] = u.choose(&outputs)?.clone();
             }
         }
         8 => {
@@ -415,10 +416,10 @@ fn mutate(u: &mut Unstructured<'_>, m: &mut ModelProto) -> arbitrary::Result<()>
         }
         // Attributes: values, types, names, removal, additions.
         13 => {
-            if let Some(n) = pick(u, &mut g.node)? {
-                if let Some(a) = pick(u, &mut n.attribute)? {
-                    mutate_attribute(u, a)?;
-                }
+            if let Some(n) = pick(u, &mut g.node)?
+                && let Some(a) = pick(u, &mut n.attribute)?
+            {
+                mutate_attribute(u, a)?;
             }
         }
         14 => {

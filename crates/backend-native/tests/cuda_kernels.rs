@@ -48,3 +48,33 @@ fn a_missing_gpu_is_an_error_not_a_panic() {
         }
     }
 }
+
+/// Every fixture's plan fits the CUDA kernels; plans past their limits are refused with the
+/// reason (the router then falls back), before any device work.
+#[test]
+fn plans_past_the_kernel_limits_are_refused_with_a_reason() {
+    use genai_backend_native::cuda::check_plan;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/fixtures");
+    let mut plans = Vec::new();
+    for entry in std::fs::read_dir(&root).expect("fixtures") {
+        let dir = entry.expect("fixture").path();
+        if !dir.join("genai_config.json").is_file() {
+            continue;
+        }
+        let config = genai_config::Config::load(&dir).expect("config");
+        let model = genai_onnx::OnnxModel::load(&config.decoder_path()).expect("model");
+        let plan = genai_frontend::lift(&model, &config).expect("the fixture lifts");
+        assert_eq!(check_plan(&plan), Ok(()), "{}", dir.display());
+        plans.push(plan);
+    }
+    let mut wide = plans[0].clone();
+    wide.layers[0].attention.head_size = 512;
+    assert!(check_plan(&wide).is_err_and(|why| why.contains("head size 512")));
+    let mut big = plans[0].clone();
+    big.dims.hidden = 12_288;
+    assert!(check_plan(&big).is_err_and(|why| why.contains("hidden size 12288")));
+    let mut odd = plans[0].clone();
+    odd.layers[0].attention.kv_heads = 3;
+    odd.layers[0].attention.heads = 4;
+    assert!(check_plan(&odd).is_err_and(|why| why.contains("do not divide")));
+}

@@ -89,15 +89,20 @@ fn configured_device(config: &Config) -> Option<DeviceKind> {
         .then_some(DeviceKind::Cuda)
 }
 
-/// Whether the native CUDA decoder can run here, or why not.
+/// Whether the native CUDA decoder can run this plan here, or why not.
 #[cfg(feature = "cuda")]
-fn native_cuda_fact() -> Result<String, String> {
-    genai_backend_native::cuda::probe()
+fn native_cuda_fact(plan: Option<&DecoderPlan>) -> Result<String, String> {
+    let device = genai_backend_native::cuda::probe()?;
+    if let Some(plan) = plan {
+        genai_backend_native::cuda::check_plan(plan)
+            .map_err(|why| format!("the native CUDA kernels cannot run this plan: {why}"))?;
+    }
+    Ok(device)
 }
 
-/// Whether the native CUDA decoder can run here, or why not.
+/// Whether the native CUDA decoder can run this plan here, or why not.
 #[cfg(not(feature = "cuda"))]
-fn native_cuda_fact() -> Result<String, String> {
+fn native_cuda_fact(_plan: Option<&DecoderPlan>) -> Result<String, String> {
     Err("the native CUDA backend is not compiled into this build".into())
 }
 
@@ -141,7 +146,7 @@ pub fn decide(config: &Config, options: &OpenOptions) -> Result<Decision, Error>
     let facts = RouteFacts {
         lift: Some(lift),
         ort: Some(ort),
-        native_cuda: Some(native_cuda_fact()),
+        native_cuda: Some(native_cuda_fact(lifted.as_ref().ok())),
         ort_cuda: Some(
             library::cuda_available()
                 .map(|()| "ONNX Runtime has the CUDA execution provider".into()),

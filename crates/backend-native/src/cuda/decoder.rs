@@ -57,6 +57,7 @@ impl CudaDecoder {
         plan: &DecoderPlan,
         options: &CudaOptions,
     ) -> Result<Self, Error> {
+        crate::cuda::check_plan(plan).map_err(|why| Error::Invalid { what: "plan", why })?;
         let device = Device::open(options.device)?;
         let kernels = Kernels::load(&device)?;
         let stream = device.ctx.default_stream();

@@ -13,8 +13,10 @@ mod memory;
 mod model;
 pub mod selftest;
 mod state;
+mod support;
 mod weights;
 
 pub use decoder::{CudaDecoder, CudaOptions, GRAPH_ENV};
 pub use device::probe;
 pub use graph::GraphCounters;
+pub use support::check_plan;

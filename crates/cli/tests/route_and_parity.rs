@@ -105,6 +105,9 @@ fn generate_with_verify_keeps_a_matching_native_decoder() {
         "--json",
     ]);
     assert_eq!(out["route"]["backend"], "native");
+    // The CPU decoder captures no graph: its counters are present and zero.
+    assert_eq!(out["counters"]["graph_captures"], 0, "{out}");
+    assert_eq!(out["counters"]["graph_fallbacks"], 0, "{out}");
     let reasons = out["route"]["reasons"].as_array().expect("reasons");
     assert!(
         reasons.iter().any(|r| r

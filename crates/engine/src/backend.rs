@@ -17,6 +17,22 @@ pub struct BackendInfo {
     pub reasons: Vec<String>,
 }
 
+/// What a backend counts while it runs (CUDA graph captures and replays today), for the
+/// `--json` outputs. Zero everywhere for backends without a graph.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct BackendCounters {
+    /// Decode-step graphs captured.
+    pub graph_captures: u64,
+    /// Decode steps run by replaying a captured graph.
+    pub graph_replays: u64,
+    /// Decode steps run without a graph.
+    pub eager_steps: u64,
+    /// Captures that failed and left a generation eager.
+    pub graph_fallbacks: u64,
+    /// Why, for the first few.
+    pub graph_fallback_reasons: Vec<String>,
+}
+
 /// How one generation's state is laid out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartOptions {
@@ -51,6 +67,10 @@ pub trait Decoder: Send + Sync {
     fn info(&self) -> &BackendInfo;
     /// Number of logits per position.
     fn vocab_size(&self) -> usize;
+    /// The backend's counters so far, over every generation it started.
+    fn counters(&self) -> BackendCounters {
+        BackendCounters::default()
+    }
 }
 
 /// The state of one generation: runs forward passes and owns the KV cache. Thread safety: may

@@ -14,7 +14,7 @@ use crate::cuda::model::DevModel;
 use crate::cuda::state::{Buffers, CHUNK, enqueue};
 use crate::error::Error;
 use cudarc::driver::CudaStream;
-use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
+use genai_engine::{BackendCounters, BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
@@ -155,6 +155,17 @@ impl Decoder for CudaDecoder {
 
     fn vocab_size(&self) -> usize {
         self.shared.model.vocab
+    }
+
+    fn counters(&self) -> BackendCounters {
+        let c = self.counters();
+        BackendCounters {
+            graph_captures: c.captures,
+            graph_replays: c.replays,
+            eager_steps: c.eager_steps,
+            graph_fallbacks: c.fallbacks,
+            graph_fallback_reasons: c.fallback_reasons,
+        }
     }
 }
 

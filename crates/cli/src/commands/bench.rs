@@ -33,6 +33,11 @@ struct BenchResult {
     decode_ms_median: f64,
     decode_ms_p90: f64,
     peak_rss_mb: Option<f64>,
+    /// CUDA graph counters over every run (zero on backends without a graph).
+    graph_captures: u64,
+    graph_replays: u64,
+    graph_fallbacks: u64,
+    graph_fallback_reasons: Vec<String>,
     route_reasons: Vec<String>,
 }
 
@@ -89,6 +94,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         steps.extend_from_slice(&timings.decode_ms);
     }
     let info = loaded.decoder.info();
+    let counters = loaded.decoder.counters();
     let result = BenchResult {
         commit: machine::commit(),
         machine: machine::description(),
@@ -111,6 +117,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         decode_ms_median: median(&mut steps.clone()),
         decode_ms_p90: percentile(&mut steps, 0.9),
         peak_rss_mb: machine::peak_rss_mb(),
+        graph_captures: counters.graph_captures,
+        graph_replays: counters.graph_replays,
+        graph_fallbacks: counters.graph_fallbacks,
+        graph_fallback_reasons: counters.graph_fallback_reasons,
         route_reasons: info.reasons.clone(),
     };
     if args.json {

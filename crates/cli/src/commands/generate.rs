@@ -3,7 +3,7 @@
 use crate::args::GenerateArgs;
 use crate::load::{self, Loaded};
 use anyhow::{Context, Result};
-use genai_engine::{BackendInfo, Generator, GeneratorTimings};
+use genai_engine::{BackendCounters, BackendInfo, Generator, GeneratorTimings};
 use serde::Serialize;
 use std::io::Write;
 
@@ -20,6 +20,8 @@ struct GenerateOutput<'a> {
     stop_reason: &'static str,
     max_length: usize,
     timings: Timings<'a>,
+    /// CUDA graph captures, replays and fallbacks (zero on backends without a graph).
+    counters: BackendCounters,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,6 +81,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         stop_reason,
         max_length: search.max_length,
         timings: timings_of(timings, loaded.load_ms),
+        counters: loaded.decoder.counters(),
     };
     serde_json::to_writer_pretty(&mut stdout, &output)?;
     writeln!(stdout)?;

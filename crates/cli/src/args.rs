@@ -184,8 +184,15 @@ pub struct ParityArgs {
     /// The backend under test.
     #[arg(long, value_enum, default_value_t = ParityBackend::Native)]
     pub b: ParityBackend,
+    /// The device of both sides, unless --a-device or --b-device says otherwise.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
+    /// The reference's device (e.g. `--a native --a-device cpu --b native --b-device cuda`).
+    #[arg(long, value_enum)]
+    pub a_device: Option<DeviceChoice>,
+    /// The device of the backend under test.
+    #[arg(long, value_enum)]
+    pub b_device: Option<DeviceChoice>,
     /// Prompts, one per line: text, or token ids separated by commas.
     #[arg(long)]
     pub prompts: Option<PathBuf>,

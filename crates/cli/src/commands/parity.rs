@@ -26,8 +26,18 @@ pub fn run(args: &ParityArgs) -> Result<ExitCode> {
         )
     })?;
     let prompts = prompts(&config, args)?;
-    let a = open(&config, args.a, args.a_device.unwrap_or(args.device), args.threads)?;
-    let b = open(&config, args.b, args.b_device.unwrap_or(args.device), args.threads)?;
+    let a = open(
+        &config,
+        args.a,
+        args.a_device.unwrap_or(args.device),
+        args.threads,
+    )?;
+    let b = open(
+        &config,
+        args.b,
+        args.b_device.unwrap_or(args.device),
+        args.threads,
+    )?;
     let path = config.decoder_path();
     let model = genai_onnx::OnnxModel::load(&path).with_context(|| path.display().to_string())?;
     let precision = match genai_frontend::lift(&model, &config) {

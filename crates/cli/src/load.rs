@@ -123,6 +123,10 @@ impl Decoder for Routed {
     fn vocab_size(&self) -> usize {
         self.inner.vocab_size()
     }
+
+    fn counters(&self) -> genai_engine::BackendCounters {
+        self.inner.counters()
+    }
 }
 
 /// The config's search options with the command line's overrides applied.
@@ -169,4 +173,45 @@ pub fn search_options(config: &Config, args: &SearchArgs, prompt_len: usize) -> 
     }
     search.validate(&config.model).context("search options")?;
     Ok(search)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A decoder that only reports counters.
+    struct Counted;
+
+    impl Decoder for Counted {
+        fn start(&self, _: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
+            Err(genai_engine::Error::InvalidState("not for running".into()))
+        }
+        fn info(&self) -> &BackendInfo {
+            unreachable!("not asked")
+        }
+        fn vocab_size(&self) -> usize {
+            1
+        }
+        fn counters(&self) -> genai_engine::BackendCounters {
+            genai_engine::BackendCounters {
+                graph_captures: 3,
+                graph_replays: 250,
+                ..Default::default()
+            }
+        }
+    }
+
+    #[test]
+    fn the_routed_decoder_reports_the_inner_counters() {
+        let routed = Routed {
+            inner: Box::new(Counted),
+            info: BackendInfo {
+                backend: "native".into(),
+                device: "cuda".into(),
+                reasons: vec![],
+            },
+        };
+        let counters = routed.counters();
+        assert_eq!((counters.graph_captures, counters.graph_replays), (3, 250));
+    }
 }

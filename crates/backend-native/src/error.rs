@@ -40,6 +40,25 @@ pub enum Error {
         /// The driver's error, or why the device is unusable.
         message: String,
     },
+    /// A VRAM budget too small to run the model even with every streamable weight streamed.
+    #[error(
+        "a VRAM budget of {budget} bytes is too small: this model needs at least {minimum} bytes \
+         (KV cache, workspace, embeddings, lm_head and norms resident, plus two streaming slots)"
+    )]
+    BudgetTooSmall {
+        /// The smallest budget that runs.
+        minimum: u64,
+        /// The budget given (or what was left of it).
+        budget: u64,
+    },
+    /// A `--vram-budget` value that does not parse.
+    #[error("--vram-budget \"{text}\": {why}")]
+    BadBudget {
+        /// The text given.
+        text: String,
+        /// Why it is rejected.
+        why: String,
+    },
     /// NVRTC could not compile a kernel family; `log` is the compiler's log.
     #[error("NVRTC could not compile kernels/{family}.cu for {arch}: {message}\n{log}")]
     Nvrtc {

@@ -6,6 +6,7 @@ mod error;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod paging;
 
 pub use cpu::{CpuDecoder, CpuOptions};
 #[cfg(feature = "cuda")]

@@ -179,12 +179,35 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
     };
     let decoder: Box<dyn Decoder> = match (route.backend, &plan) {
         (BackendKind::Native, Some(plan)) if route.device == DeviceKind::Cuda => {
+            let cuda = open_native_cuda(&model, plan)?;
             if options.verify {
-                route
-                    .reasons
-                    .push("verify skipped: not yet run for the native CUDA decoder".into());
+                // The reference runs ONNX Runtime on the CPU: the oracle for CUDA too.
+                let reference = OrtOptions {
+                    device: Some(Device::Cpu),
+                    threads: options.threads,
+                };
+                match verify::against_ort(config, cuda.as_ref(), plan, &facts, &reference) {
+                    verify::Outcome::Passed(note) | verify::Outcome::Skipped(note) => {
+                        route.reasons.push(note)
+                    }
+                    verify::Outcome::Failed(note, cpu_reference) => {
+                        route.reasons.push(note);
+                        route.backend = BackendKind::Ort;
+                        let decoder: Box<dyn Decoder> = if matches!(facts.ort_cuda, Some(Ok(_))) {
+                            Box::new(OrtDecoder::load(config, &ort_options)?)
+                        } else {
+                            route.device = DeviceKind::Cpu;
+                            cpu_reference
+                        };
+                        return Ok(Opened {
+                            decoder,
+                            route,
+                            plan: Some(plan.clone()),
+                        });
+                    }
+                }
             }
-            open_native_cuda(&model, plan)?
+            cuda
         }
         (BackendKind::Native, Some(plan)) => {
             let loaded = CpuDecoder::load(

@@ -1,8 +1,7 @@
-//! `--verify`: a short teacher-forced parity check of the native decoder against ONNX Runtime
-//! at load, so `auto` never keeps a native decoder that disagrees with the reference.
+//! `--verify`: a short teacher-forced parity check of a native decoder (CPU or CUDA) against
+//! ONNX Runtime at load, so `auto` never keeps a native decoder that disagrees with the reference.
 
 use crate::precision_of;
-use genai_backend_native::CpuDecoder;
 use genai_backend_ort::{OrtDecoder, OrtOptions};
 use genai_config::Config;
 use genai_engine::{Decoder, RouteFacts};
@@ -22,7 +21,7 @@ const VERIFY_TOKENS: usize = 8;
 
 pub(crate) fn against_ort(
     config: &Config,
-    native: &CpuDecoder,
+    native: &dyn Decoder,
     plan: &DecoderPlan,
     facts: &RouteFacts,
     ort_options: &OrtOptions,

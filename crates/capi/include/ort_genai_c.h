@@ -686,6 +686,31 @@ size_t OgaSequencesGetSequenceCount(const OgaSequences *sequences, size_t sequen
 const int32_t *OgaSequencesGetSequenceData(const OgaSequences *sequences, size_t sequence_index);
 
 /*
+ `OgaResult* OgaCreateTokenizerStream(const OgaTokenizer*, OgaTokenizerStream** out)`.
+
+ # Safety
+ `tokenizer` is null or live; `out` is writable.
+ */
+OgaResult *OgaCreateTokenizerStream(const OgaTokenizer *tokenizer, OgaTokenizerStream **out);
+
+/*
+ `void OgaDestroyTokenizerStream(OgaTokenizerStream*)`.
+
+ # Safety
+ `stream` is null or a live stream no other thread is using.
+ */
+void OgaDestroyTokenizerStream(OgaTokenizerStream *stream);
+
+/*
+ `OgaResult* OgaTokenizerStreamDecode(OgaTokenizerStream*, int32_t token, const char** out)`:
+ the text this token completes (often empty); owned by the stream until its next call.
+
+ # Safety
+ `stream` is null or live; `out` is writable.
+ */
+OgaResult *OgaTokenizerStreamDecode(OgaTokenizerStream *stream, int32_t token, const char **out);
+
+/*
  `OgaResult* OgaCreateStringArray(OgaStringArray** out)`.
 
  # Safety
@@ -970,31 +995,6 @@ OgaResult *OgaUpdateTokenizerOptions(OgaTokenizer *tokenizer,
                                      const char *const *keys,
                                      const char *const *values,
                                      size_t num_options);
-
-/*
- `OgaResult* OgaCreateTokenizerStream(const OgaTokenizer*, OgaTokenizerStream** out)`.
-
- # Safety
- `tokenizer` is null or live; `out` is writable.
- */
-OgaResult *OgaCreateTokenizerStream(const OgaTokenizer *tokenizer, OgaTokenizerStream **out);
-
-/*
- `void OgaDestroyTokenizerStream(OgaTokenizerStream*)`.
-
- # Safety
- `stream` is null or a live stream no other thread is using.
- */
-void OgaDestroyTokenizerStream(OgaTokenizerStream *stream);
-
-/*
- `OgaResult* OgaTokenizerStreamDecode(OgaTokenizerStream*, int32_t token, const char** out)`:
- the text this token completes (often empty); owned by the stream until its next call.
-
- # Safety
- `stream` is null or live; `out` is writable.
- */
-OgaResult *OgaTokenizerStreamDecode(OgaTokenizerStream *stream, int32_t token, const char **out);
 
 /*
  Accepts any pointer and does nothing: genai-bridge never creates this type.

@@ -127,6 +127,10 @@ impl Decoder for Routed {
     fn counters(&self) -> genai_engine::BackendCounters {
         self.inner.counters()
     }
+
+    fn weight_bytes_per_token(&self) -> Option<u64> {
+        self.inner.weight_bytes_per_token()
+    }
 }
 
 /// The config's search options with the command line's overrides applied.
@@ -199,10 +203,13 @@ mod tests {
                 ..Default::default()
             }
         }
+        fn weight_bytes_per_token(&self) -> Option<u64> {
+            Some(7)
+        }
     }
 
     #[test]
-    fn the_routed_decoder_reports_the_inner_counters() {
+    fn the_routed_decoder_reports_what_the_inner_one_measures() {
         let routed = Routed {
             inner: Box::new(Counted),
             info: BackendInfo {
@@ -213,5 +220,6 @@ mod tests {
         };
         let counters = routed.counters();
         assert_eq!((counters.graph_captures, counters.graph_replays), (3, 250));
+        assert_eq!(routed.weight_bytes_per_token(), Some(7));
     }
 }

@@ -71,6 +71,10 @@ pub trait Decoder: Send + Sync {
     fn counters(&self) -> BackendCounters {
         BackendCounters::default()
     }
+    /// Bytes of weights one decode step reads, where the backend knows it (the native ones).
+    fn weight_bytes_per_token(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The state of one generation: runs forward passes and owns the KV cache. Thread safety: may

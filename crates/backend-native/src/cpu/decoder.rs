@@ -74,4 +74,8 @@ impl Decoder for CpuDecoder {
     fn vocab_size(&self) -> usize {
         self.model.vocab
     }
+
+    fn weight_bytes_per_token(&self) -> Option<u64> {
+        Some(self.model.weight_bytes_per_token() as u64)
+    }
 }

@@ -157,6 +157,10 @@ impl Decoder for CudaDecoder {
         self.shared.model.vocab
     }
 
+    fn weight_bytes_per_token(&self) -> Option<u64> {
+        Some(self.shared.model.weight_bytes_per_token() as u64)
+    }
+
     fn counters(&self) -> BackendCounters {
         let c = self.counters();
         BackendCounters {

@@ -33,6 +33,10 @@ struct BenchResult {
     decode_ms_median: f64,
     decode_ms_p90: f64,
     peak_rss_mb: Option<f64>,
+    /// Weight bytes one decode step reads (native backends), and what the median decode speed
+    /// makes of them.
+    weight_bytes_per_token: Option<u64>,
+    weight_read_gbs: Option<f64>,
     /// CUDA graph counters over every run (zero on backends without a graph).
     graph_captures: u64,
     graph_replays: u64,
@@ -95,6 +99,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     let info = loaded.decoder.info();
     let counters = loaded.decoder.counters();
+    let bytes_per_token = loaded.decoder.weight_bytes_per_token();
+    let decode_tok_s = median(&mut decode_rates);
     let result = BenchResult {
         commit: machine::commit(),
         machine: machine::description(),
@@ -113,10 +119,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         load_ms: loaded.load_ms,
         prefill_tok_s: median(&mut prefill),
         ttft_ms: median(&mut ttft),
-        decode_tok_s: median(&mut decode_rates),
+        decode_tok_s,
         decode_ms_median: median(&mut steps.clone()),
         decode_ms_p90: percentile(&mut steps, 0.9),
         peak_rss_mb: machine::peak_rss_mb(),
+        weight_bytes_per_token: bytes_per_token,
+        weight_read_gbs: bytes_per_token.map(|b| b as f64 * decode_tok_s / 1e9),
         graph_captures: counters.graph_captures,
         graph_replays: counters.graph_replays,
         graph_fallbacks: counters.graph_fallbacks,

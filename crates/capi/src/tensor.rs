@@ -112,14 +112,33 @@ impl Drop for Buffer {
 }
 
 impl Buffer {
-    fn zeroed(bytes: usize) -> Self {
-        let words: Box<[u64]> = vec![0u64; bytes.div_ceil(8)].into_boxed_slice();
+    /// Zeroed library memory (lazily zeroed pages, as `calloc`); an allocation the system
+    /// refuses is an error, not an abort.
+    fn zeroed(bytes: usize) -> Result<Self> {
+        let count = bytes.div_ceil(8);
+        let words: Box<[u64]> = if count == 0 {
+            Box::new([])
+        } else {
+            let layout = std::alloc::Layout::array::<u64>(count)
+                .map_err(|_| Error::Invalid(format!("a {bytes}-byte tensor is too large")))?;
+            // SAFETY: the layout has a non-zero size (count > 0).
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u64>();
+            if ptr.is_null() {
+                return Err(Error::Invalid(format!(
+                    "cannot allocate a {bytes}-byte tensor: out of memory"
+                )));
+            }
+            // SAFETY: `ptr` is a live, zeroed allocation of exactly `Layout::array::<u64>(count)`
+            // from the global allocator, which is the layout a `Box<[u64]>` of `count` values
+            // owns and frees; zero is a valid u64.
+            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, count)) }
+        };
         let raw = Box::into_raw(words);
-        Buffer {
+        Ok(Buffer {
             data: raw.cast::<u8>(),
             bytes,
             owned: Some(raw),
-        }
+        })
     }
 }
 
@@ -158,7 +177,7 @@ impl OgaTensor {
                 "tensor shape does not match its values".into(),
             ));
         }
-        let buffer = Buffer::zeroed(size_of_val(values));
+        let buffer = Buffer::zeroed(size_of_val(values))?;
         // SAFETY: the buffer has room for exactly these bytes and does not overlap `values`.
         unsafe {
             std::ptr::copy_nonoverlapping(
@@ -262,7 +281,7 @@ pub unsafe extern "C" fn OgaCreateTensorFromBuffer(
                      ({MAX_OWNED_BYTES} bytes)"
                 )));
             }
-            Buffer::zeroed(bytes)
+            Buffer::zeroed(bytes)?
         } else {
             Buffer {
                 data: data.cast(),
@@ -380,4 +399,20 @@ pub unsafe extern "C" fn OgaTensorGetData(
         // SAFETY: checked non-null.
         unsafe { write_out(out, tensor.buffer.data.cast(), F, "out") }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_allocations_are_errors_and_small_ones_are_zeroed() {
+        assert!(Buffer::zeroed(usize::MAX).is_err());
+        assert!(Buffer::zeroed(isize::MAX as usize).is_err());
+        let buffer = Buffer::zeroed(20).expect("20 bytes");
+        // SAFETY: the buffer owns 24 zeroed bytes (3 words), of which 20 are the tensor's.
+        let bytes = unsafe { std::slice::from_raw_parts(buffer.data, buffer.bytes) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        assert_eq!(Buffer::zeroed(0).expect("empty").bytes, 0);
+    }
 }

@@ -219,15 +219,23 @@ fn missing(name: &str) -> Error {
     }
 }
 
-impl DecodeBackend for OrtState {
-    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
-        if input.total_len - input.new_len != self.cached_len {
+impl OrtState {
+    /// A step must start where the KV cache ends.
+    fn check_start(&self, input: &StepInput<'_>) -> genai_engine::Result<()> {
+        let start = input.total_len.saturating_sub(input.new_len);
+        if start != self.cached_len {
             return Err(genai_engine::Error::InvalidState(format!(
-                "step starts at position {} but the KV cache holds {}",
-                input.total_len - input.new_len,
+                "step starts at position {start} but the KV cache holds {}",
                 self.cached_len
             )));
         }
+        Ok(())
+    }
+}
+
+impl DecodeBackend for OrtState {
+    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+        self.check_start(input)?;
         let batch = self.batch;
         let logits = self.run(input)?;
         Ok(last_positions(
@@ -239,13 +247,7 @@ impl DecodeBackend for OrtState {
     }
 
     fn forward_all(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
-        if input.total_len - input.new_len != self.cached_len {
-            return Err(genai_engine::Error::InvalidState(format!(
-                "step starts at position {} but the KV cache holds {}",
-                input.total_len - input.new_len,
-                self.cached_len
-            )));
-        }
+        self.check_start(input)?;
         let batch = self.batch;
         let (shape, data) = self.run(input)?;
         let want = [

@@ -122,7 +122,7 @@ impl ModelShared {
         if let Some(tokenizer) = slot.as_ref() {
             return Ok(Arc::clone(tokenizer));
         }
-        let tokenizer = Arc::new(crate::tokenizer::load_tokenizer(&self.config)?);
+        let tokenizer = Arc::new(genai_runtime::load_tokenizer(&self.config)?);
         *slot = Some(Arc::clone(&tokenizer));
         Ok(tokenizer)
     }

@@ -12,7 +12,8 @@ use crate::sequences::OgaSequences;
 use crate::strings::OgaStringArray;
 use crate::tensor::{ElementType, OgaTensor};
 use genai_config::Config;
-use genai_tokenizer::{SpecialTokens, Tokenizer};
+use genai_runtime::load_tokenizer;
+use genai_tokenizer::Tokenizer;
 use std::ffi::c_char;
 use std::sync::Arc;
 
@@ -41,17 +42,6 @@ const TAG_FALLBACKS: &[(&str, [Option<i32>; 4])] = &[
     ),
     ("phi3", [Some(200025), Some(200026), None, None]),
 ];
-
-/// Loads the tokenizer files a config points at.
-pub fn load_tokenizer(config: &Config) -> Result<Tokenizer> {
-    let model = &config.model;
-    let special = SpecialTokens {
-        bos: model.bos_token_id,
-        eos: model.eos_token_ids.clone(),
-        pad: model.pad_token_id,
-    };
-    Ok(Tokenizer::from_dir(&config.tokenizer_dir(), special)?)
-}
 
 impl OgaTokenizer {
     fn new(tokenizer: Arc<Tokenizer>, config: &Config) -> Self {

@@ -9,7 +9,7 @@ use genai_engine::{
     StartOptions,
 };
 use genai_runtime::OpenOptions;
-use genai_tokenizer::{SpecialTokens, Tokenizer};
+use genai_tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -42,12 +42,7 @@ pub fn load(run: &RunArgs) -> Result<Loaded> {
     let config = Config::load(&dir)
         .with_context(|| format!("{}", dir.join(genai_config::CONFIG_FILE).display()))?;
     progress.set("loading the tokenizer");
-    let special = SpecialTokens {
-        bos: config.model.bos_token_id,
-        eos: config.model.eos_token_ids.clone(),
-        pad: config.model.pad_token_id,
-    };
-    let tokenizer = Tokenizer::from_dir(&dir, special).context("loading the tokenizer")?;
+    let tokenizer = genai_runtime::load_tokenizer(&config).context("loading the tokenizer")?;
     progress.set("creating the session");
     let decoder = open_decoder(&config, run)?;
     drop(progress);

@@ -14,6 +14,7 @@ use genai_engine::{
 use genai_frontend::{DecoderPlan, Weight, WeightDType};
 use genai_onnx::OnnxModel;
 use genai_parity::Precision;
+use genai_tokenizer::{SpecialTokens, Tokenizer};
 
 /// What the caller asks for.
 #[derive(Debug, Clone)]
@@ -259,6 +260,18 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         route,
         plan,
     })
+}
+
+/// The model's tokenizer: the files in `model.tokenizer_dir` (else the model folder), with the
+/// special token ids genai_config.json gives.
+pub fn load_tokenizer(config: &Config) -> Result<Tokenizer, genai_tokenizer::Error> {
+    let model = &config.model;
+    let special = SpecialTokens {
+        bos: model.bos_token_id,
+        eos: model.eos_token_ids.clone(),
+        pad: model.pad_token_id,
+    };
+    Tokenizer::from_dir(&config.tokenizer_dir(), special)
 }
 
 /// Whether the probe found a usable ONNX Runtime.

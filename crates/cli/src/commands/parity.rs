@@ -8,7 +8,6 @@ use genai_config::Config;
 use genai_engine::{BackendRequest, Decoder};
 use genai_parity::{ParityOptions, Precision, Tolerance, compare};
 use genai_runtime::OpenOptions;
-use genai_tokenizer::{SpecialTokens, Tokenizer};
 use std::process::ExitCode;
 
 /// Prompts used when `--prompts` is not given.
@@ -122,11 +121,6 @@ fn prompts(config: &Config, args: &ParityArgs) -> Result<Vec<Vec<i32>>> {
     if lines.is_empty() {
         bail!("no prompts");
     }
-    let special = SpecialTokens {
-        bos: config.model.bos_token_id,
-        eos: config.model.eos_token_ids.clone(),
-        pad: config.model.pad_token_id,
-    };
     let mut tokenizer = None;
     let mut prompts = Vec::new();
     for line in lines {
@@ -135,7 +129,7 @@ fn prompts(config: &Config, args: &ParityArgs) -> Result<Vec<Vec<i32>>> {
             Ok(ids) => ids,
             Err(_) => {
                 if tokenizer.is_none() {
-                    tokenizer = Some(Tokenizer::from_dir(&args.model_dir, special.clone())?);
+                    tokenizer = Some(genai_runtime::load_tokenizer(config)?);
                 }
                 tokenizer
                     .as_ref()

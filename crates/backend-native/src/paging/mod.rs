@@ -5,9 +5,11 @@
 //! these plans; everything here is deterministic and tested without a GPU.
 
 mod budget;
+mod pass;
 mod plan;
 mod schedule;
 
 pub use budget::{Reservation, SharedBudget, VramBudget};
-pub use plan::{PlanInput, ResidencyPlan, WeightKind, WeightUse, minimum_budget, plan};
+pub use pass::{PagerOp, PassSchedule};
+pub use plan::{Placement, PlanInput, ResidencyPlan, WeightKind, WeightUse, minimum_budget, plan};
 pub use schedule::{Costs, StepReport, choose_plan, simulate};

@@ -2,17 +2,22 @@
 //! the KV cache and workspace, and a byte budget, decide which weights stay on the device and
 //! which are streamed from pinned host memory into a pool of equal device slots every step.
 //!
-//! Policy: the KV cache, workspace, embeddings, lm_head and norms are always resident. If the
-//! linear weights do not all fit, every candidate slot size (each distinct linear size, largest
-//! first) is tried: weights larger than the slot must be resident, the rest are kept resident
-//! largest-first while they fit beside the slot pool, and the plan that streams the fewest bytes
-//! per step wins (ties: the smaller device footprint). Deterministic for a given input.
+//! Policy: the KV cache, workspace, lm_head and norms are always resident. When everything fits,
+//! everything is resident. Otherwise the embedding table moves to mapped (page-locked) host
+//! memory, where a step reads only its rows (a few KB) over the link instead of holding the whole
+//! table on the device — the byte-aware choice, since every byte of device memory it frees keeps
+//! a linear weight that would otherwise be copied in full every step. Then every candidate slot
+//! size (each distinct linear size, largest first) is tried: weights larger than the slot must be
+//! resident, the rest are kept resident largest-first while they fit beside the slot pool, and
+//! the plan that streams the fewest bytes per step wins (ties: the smaller device footprint).
+//! Deterministic for a given input.
 
 use crate::{Error, Result};
 
 /// What a weight is, for the always-resident rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WeightKind {
+    /// A gathered table: resident when everything fits, else in mapped host memory.
     Embedding,
     LmHead,
     Norm,
@@ -37,11 +42,23 @@ pub struct PlanInput {
     pub workspace_bytes: u64,
 }
 
+/// Where one weight lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// In device memory for the session's life.
+    Device,
+    /// In page-locked host memory, copied into a device slot before every use.
+    Streamed,
+    /// In page-locked host memory mapped into the device's address space, read in place (only
+    /// for gathered tables, whose step reads a few rows).
+    HostMapped,
+}
+
 /// The decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResidencyPlan {
-    /// Per weight (same order as the input): resident on the device, or streamed.
-    pub resident: Vec<bool>,
+    /// Per weight (same order as the input).
+    pub placement: Vec<Placement>,
     /// Size of one streaming slot (0 when nothing is streamed).
     pub slot_bytes: u64,
     /// Number of slots (0 when nothing is streamed).
@@ -50,6 +67,8 @@ pub struct ResidencyPlan {
     pub fixed_bytes: u64,
     /// Weights kept on the device.
     pub resident_bytes: u64,
+    /// Weights read in place from mapped host memory (not device memory).
+    pub mapped_bytes: u64,
     /// Weights copied from the host every step.
     pub streamed_bytes_per_step: u64,
 }
@@ -62,24 +81,39 @@ impl ResidencyPlan {
 
     /// Indexes of the streamed weights, in step order.
     pub fn streamed(&self) -> impl Iterator<Item = usize> + '_ {
-        self.resident
+        self.placement
             .iter()
             .enumerate()
-            .filter(|(_, r)| !**r)
+            .filter(|(_, p)| **p == Placement::Streamed)
             .map(|(i, _)| i)
+    }
+
+    /// Whether weight `i` is copied from the host every step.
+    pub fn is_streamed(&self, i: usize) -> bool {
+        self.placement.get(i) == Some(&Placement::Streamed)
     }
 }
 
 fn always_resident(kind: WeightKind) -> bool {
-    kind != WeightKind::Linear
+    matches!(kind, WeightKind::LmHead | WeightKind::Norm)
 }
 
-/// Bytes of the weights that are never streamed.
+/// Bytes of the weights that always stay on the device.
 fn pinned_bytes(input: &PlanInput) -> u64 {
     input
         .weights
         .iter()
         .filter(|w| always_resident(w.kind))
+        .map(|w| w.bytes)
+        .sum()
+}
+
+/// Bytes of the gathered tables (in mapped host memory once anything streams).
+fn table_bytes(input: &PlanInput) -> u64 {
+    input
+        .weights
+        .iter()
+        .filter(|w| w.kind == WeightKind::Embedding)
         .map(|w| w.bytes)
         .sum()
 }
@@ -93,10 +127,10 @@ pub fn minimum_budget(input: &PlanInput, slots: usize) -> u64 {
     let linear: Vec<u64> = input
         .weights
         .iter()
-        .filter(|w| !always_resident(w.kind))
+        .filter(|w| w.kind == WeightKind::Linear)
         .map(|w| w.bytes)
         .collect();
-    let everything = fixed + pinned + linear.iter().sum::<u64>();
+    let everything = fixed + pinned + table_bytes(input) + linear.iter().sum::<u64>();
     linear
         .iter()
         .map(|&slot| {
@@ -113,11 +147,12 @@ pub fn plan(input: &PlanInput, budget: u64, slots: usize) -> Result<ResidencyPla
     let fixed_bytes = input.kv_bytes + input.workspace_bytes;
     let total: u64 = input.weights.iter().map(|w| w.bytes).sum();
     let everything = ResidencyPlan {
-        resident: vec![true; input.weights.len()],
+        placement: vec![Placement::Device; input.weights.len()],
         slot_bytes: 0,
         slots: 0,
         fixed_bytes,
         resident_bytes: total,
+        mapped_bytes: 0,
         streamed_bytes_per_step: 0,
     };
     if fixed_bytes + total <= budget {
@@ -131,21 +166,39 @@ pub fn plan(input: &PlanInput, budget: u64, slots: usize) -> Result<ResidencyPla
         });
     }
     let pinned = pinned_bytes(input);
+    let mapped_bytes = table_bytes(input);
     let mut sizes: Vec<u64> = input
         .weights
         .iter()
-        .filter(|w| !always_resident(w.kind))
+        .filter(|w| w.kind == WeightKind::Linear)
         .map(|w| w.bytes)
         .collect();
     sizes.sort_unstable_by(|a, b| b.cmp(a));
     sizes.dedup();
     // Linear weights, largest first (ties in step order), for the greedy fill.
     let mut order: Vec<usize> = (0..input.weights.len())
-        .filter(|&i| !always_resident(input.weights[i].kind))
+        .filter(|&i| input.weights[i].kind == WeightKind::Linear)
         .collect();
     order.sort_by(|&a, &b| input.weights[b].bytes.cmp(&input.weights[a].bytes));
 
-    let mut best: Option<ResidencyPlan> = None;
+    // Every linear on the device with only the table moved out, when that fits.
+    let linear_bytes = total - pinned - mapped_bytes;
+    let mut best = (fixed_bytes + pinned + linear_bytes <= budget).then(|| ResidencyPlan {
+        placement: input
+            .weights
+            .iter()
+            .map(|w| match w.kind {
+                WeightKind::Embedding => Placement::HostMapped,
+                _ => Placement::Device,
+            })
+            .collect(),
+        slot_bytes: 0,
+        slots: 0,
+        fixed_bytes,
+        resident_bytes: pinned + linear_bytes,
+        mapped_bytes,
+        streamed_bytes_per_step: 0,
+    });
     for slot in sizes {
         let pool = slot * slots as u64;
         let Some(mut room) = budget.checked_sub(fixed_bytes + pinned + pool) else {
@@ -156,6 +209,7 @@ pub fn plan(input: &PlanInput, budget: u64, slots: usize) -> Result<ResidencyPla
             .iter()
             .map(|w| always_resident(w.kind))
             .collect();
+        let is_table = |i: usize| input.weights[i].kind == WeightKind::Embedding;
         let mut feasible = true;
         // Weights that do not fit a slot must stay resident.
         for &i in &order {
@@ -187,13 +241,21 @@ pub fn plan(input: &PlanInput, budget: u64, slots: usize) -> Result<ResidencyPla
             .filter(|(_, r)| **r)
             .map(|(w, _)| w.bytes)
             .sum();
-        let streamed = total - resident_bytes;
+        let streamed = total - resident_bytes - mapped_bytes;
+        let placement = (0..input.weights.len())
+            .map(|i| match (resident[i], is_table(i)) {
+                (true, _) => Placement::Device,
+                (false, true) => Placement::HostMapped,
+                (false, false) => Placement::Streamed,
+            })
+            .collect();
         let candidate = ResidencyPlan {
-            resident,
+            placement,
             slot_bytes: if streamed > 0 { slot } else { 0 },
             slots: if streamed > 0 { slots } else { 0 },
             fixed_bytes,
             resident_bytes,
+            mapped_bytes,
             streamed_bytes_per_step: streamed,
         };
         let better = match &best {
@@ -244,14 +306,30 @@ pub(crate) mod tests {
         let plan = plan(&input, 1_000_000, 2).unwrap();
         assert_eq!(plan.streamed_bytes_per_step, 0);
         assert_eq!((plan.slots, plan.slot_bytes), (0, 0));
-        assert!(plan.resident.iter().all(|r| *r));
+        assert!(plan.placement.iter().all(|p| *p == Placement::Device));
+        assert_eq!(plan.mapped_bytes, 0);
+    }
+
+    #[test]
+    fn the_table_leaves_the_device_before_any_linear_streams() {
+        let input = model(4);
+        let total: u64 = input.weights.iter().map(|w| w.bytes).sum();
+        // One byte short of everything: the 500-byte table moves to mapped host memory and no
+        // linear is streamed.
+        let plan = plan(&input, total + 80 - 1, 2).unwrap();
+        assert_eq!(plan.placement[0], Placement::HostMapped);
+        assert_eq!(plan.mapped_bytes, 500);
+        assert_eq!(plan.streamed_bytes_per_step, 0);
+        assert_eq!(plan.slots, 0);
+        assert!(plan.device_bytes() < total + 80 - 1);
     }
 
     #[test]
     fn too_small_budgets_name_the_minimum_and_the_minimum_runs() {
         let input = model(4);
-        // fixed 80 + pinned (500 + 500 + 9 norms) + two slots of the largest linear (200).
-        let minimum = 80 + 1009 + 2 * 200;
+        // fixed 80 + lm_head 500 + 9 norms + two slots of the largest linear (200); the table
+        // lives in mapped host memory.
+        let minimum = 80 + 509 + 2 * 200;
         let err = plan(&input, minimum - 1, 2).unwrap_err();
         assert_eq!(
             err,
@@ -278,15 +356,19 @@ pub(crate) mod tests {
             assert!(plan.device_bytes() <= budget, "budget {budget}: {plan:?}");
             assert!(plan.streamed_bytes_per_step <= last, "budget {budget}");
             assert_eq!(
-                plan.resident_bytes + plan.streamed_bytes_per_step,
+                plan.resident_bytes + plan.mapped_bytes + plan.streamed_bytes_per_step,
                 total,
                 "budget {budget}"
             );
-            for (w, r) in input.weights.iter().zip(&plan.resident) {
-                if w.kind != WeightKind::Linear {
-                    assert!(r, "{} must stay resident", w.name);
+            for (w, p) in input.weights.iter().zip(&plan.placement) {
+                match w.kind {
+                    WeightKind::LmHead | WeightKind::Norm => {
+                        assert_eq!(*p, Placement::Device, "{} must stay resident", w.name)
+                    }
+                    WeightKind::Embedding => assert_ne!(*p, Placement::Streamed),
+                    WeightKind::Linear => assert_ne!(*p, Placement::HostMapped),
                 }
-                if !r {
+                if *p == Placement::Streamed {
                     assert!(w.bytes <= plan.slot_bytes, "{} larger than a slot", w.name);
                 }
             }
@@ -301,11 +383,15 @@ pub(crate) mod tests {
         // pool sized for the huge one.
         let mut input = model(2);
         input.weights[2].bytes = 2000;
-        // fixed 80, embedding + lm_head + 5 norms 1005, the huge weight, two 200-byte slots.
-        let budget = 80 + 1005 + 2000 + 2 * 200 + 100;
+        // fixed 80, lm_head + 5 norms 505, the huge weight, two 200-byte slots.
+        let budget = 80 + 505 + 2000 + 2 * 200 + 100;
         assert!(minimum_budget(&input, 2) <= budget);
         let plan = plan(&input, budget, 2).unwrap();
-        assert!(plan.resident[2], "the huge weight stays resident");
+        assert_eq!(
+            plan.placement[2],
+            Placement::Device,
+            "the huge weight stays"
+        );
         assert!(plan.slot_bytes <= 200);
         assert!(plan.device_bytes() <= budget);
     }

@@ -1,10 +1,11 @@
-//! The step scheduler, simulated: streamed weights are copied in step order on their own stream
-//! into a ring of slots, each copy waiting for the slot's previous occupant to be consumed, and
-//! each streamed weight's compute waiting for its copy (the events the CUDA pager records). The
-//! simulation runs consecutive steps until the timeline is periodic and reports one steady
-//! step: its time, the compute stalled on copies, and the bandwidth the copies achieved. The
-//! number of slots (the prefetch depth) is chosen from the measured costs by [`choose_plan`].
+//! The step scheduler, simulated: the ops [`PassSchedule`] issues for consecutive passes are
+//! replayed on a device with two in-order streams (compute and copy) whose waits take the most
+//! recent release or copy of a slot, exactly as the CUDA pager's events do. The simulation runs
+//! until the timeline is periodic and reports one steady step: its time, the compute stalled on
+//! copies, and the bandwidth the copies achieved. The number of slots (the prefetch depth) is
+//! chosen from the measured costs by [`choose_plan`].
 
+use super::pass::{PagerOp, PassSchedule};
 use super::plan::{PlanInput, ResidencyPlan, plan};
 use crate::Result;
 
@@ -39,87 +40,93 @@ pub struct StepReport {
 /// Steps simulated; the last one is reported (the ring reaches its period after one step).
 const STEPS: usize = 4;
 
+/// The two streams of the simulated device.
+#[derive(Default)]
+struct Timeline {
+    compute: f64,
+    copy: f64,
+    /// Per slot: when its last copy ends and when its last occupant was released.
+    copied: Vec<f64>,
+    released: Vec<f64>,
+    stall: f64,
+}
+
+impl Timeline {
+    fn apply(&mut self, op: PagerOp, copy_s: impl Fn(usize) -> f64) {
+        match op {
+            PagerOp::Fork => self.copy = self.copy.max(self.compute),
+            PagerOp::WaitReleased { slot } => self.copy = self.copy.max(self.released[slot]),
+            PagerOp::Copy { weight, slot } => {
+                self.copy += copy_s(weight);
+                self.copied[slot] = self.copy;
+            }
+            PagerOp::WaitCopied { slot } => {
+                let ready = self.copied[slot];
+                if ready > self.compute {
+                    self.stall += ready - self.compute;
+                    self.compute = ready;
+                }
+            }
+            PagerOp::Release { slot } => self.released[slot] = self.compute,
+            PagerOp::Join => self.compute = self.compute.max(self.copy),
+        }
+    }
+}
+
 /// Simulates steady decode steps of `plan` under `costs`.
 pub fn simulate(input: &PlanInput, plan: &ResidencyPlan, costs: &Costs) -> StepReport {
     let compute = |bytes: u64| bytes as f64 / costs.device_bytes_per_s + costs.per_weight_s;
-    let copy = |bytes: u64| bytes as f64 / costs.h2d_bytes_per_s;
     let streamed: Vec<usize> = plan.streamed().collect();
+    let copy_s = |j: usize| input.weights[streamed[j]].bytes as f64 / costs.h2d_bytes_per_s;
     let slots = plan.slots.max(1);
-    // Per streamed weight (global index over steps): when its copy ends and its compute ends.
-    let mut copy_end: Vec<f64> = Vec::new();
-    let mut consumed: Vec<f64> = Vec::new();
-    let (mut copy_free, mut compute_free) = (0.0f64, 0.0f64);
-    let mut step_start = 0.0;
-    let mut report = None;
-    for step in 0..STEPS {
-        let mut stall = 0.0;
-        // Copies are issued as early as slots allow, so enqueue this step's copies first.
-        for (j, &i) in streamed.iter().enumerate() {
-            let g = step * streamed.len() + j;
-            let slot_free = if g >= slots {
-                consumed.get(g - slots).copied().unwrap_or(f64::INFINITY)
-            } else {
-                0.0
-            };
-            let start = copy_free.max(slot_free);
-            if !start.is_finite() {
-                // The slot's previous occupant is consumed later in this same step: the copy
-                // is issued after it (resolved below, in compute order).
-                copy_end.push(f64::NAN);
-                continue;
-            }
-            copy_free = start + copy(input.weights[i].bytes);
-            copy_end.push(copy_free);
-        }
+    let Ok(mut pass) = PassSchedule::new(streamed.len(), slots) else {
+        unreachable!("slots is at least 1");
+    };
+    let mut t = Timeline {
+        copied: vec![0.0; slots],
+        released: vec![0.0; slots],
+        ..Timeline::default()
+    };
+    let mut step_s = 0.0;
+    let mut stall_s = 0.0;
+    for _ in 0..STEPS {
+        let (start, stall_before) = (t.compute, t.stall);
+        let mut ops: Vec<PagerOp> = pass.begin();
         let mut j = 0;
         for (i, w) in input.weights.iter().enumerate() {
-            let mut start = compute_free;
-            if !plan.resident[i] {
-                let g = step * streamed.len() + j;
-                if copy_end[g].is_nan() {
-                    // Issue the deferred copy now that its slot's occupant is known.
-                    let slot_free = consumed[g - slots];
-                    let begin = copy_free.max(slot_free);
-                    copy_free = begin + copy(w.bytes);
-                    copy_end[g] = copy_free;
-                }
-                if copy_end[g] > start {
-                    stall += copy_end[g] - start;
-                    start = copy_end[g];
-                }
+            let streamed_here = plan.is_streamed(i);
+            if streamed_here {
+                ops.extend(pass.acquire(j).unwrap_or_default());
+            }
+            for op in ops.drain(..) {
+                t.apply(op, copy_s);
+            }
+            t.compute += compute(w.bytes);
+            if streamed_here {
+                ops.extend(pass.release(j).unwrap_or_default());
                 j += 1;
             }
-            compute_free = start + compute(w.bytes);
-            if !plan.resident[i] {
-                consumed.push(compute_free);
-            }
         }
-        let step_s = compute_free - step_start;
-        step_start = compute_free;
-        if step + 1 == STEPS {
-            let streamed_bytes = plan.streamed_bytes_per_step;
-            report = Some(StepReport {
-                step_s,
-                stall_s: stall,
-                streamed_bytes,
-                achieved_h2d_bytes_per_s: streamed_bytes as f64 / step_s,
-                tokens_per_s: 1.0 / step_s,
-                pcie_limit_tokens_per_s: if streamed_bytes == 0 {
-                    f64::INFINITY
-                } else {
-                    costs.h2d_bytes_per_s / streamed_bytes as f64
-                },
-            });
+        ops.extend(pass.end().unwrap_or_default());
+        for op in ops.drain(..) {
+            t.apply(op, copy_s);
         }
+        step_s = t.compute - start;
+        stall_s = t.stall - stall_before;
     }
-    report.unwrap_or(StepReport {
-        step_s: 0.0,
-        stall_s: 0.0,
-        streamed_bytes: 0,
-        achieved_h2d_bytes_per_s: 0.0,
-        tokens_per_s: f64::INFINITY,
-        pcie_limit_tokens_per_s: f64::INFINITY,
-    })
+    let streamed_bytes = plan.streamed_bytes_per_step;
+    StepReport {
+        step_s,
+        stall_s,
+        streamed_bytes,
+        achieved_h2d_bytes_per_s: streamed_bytes as f64 / step_s,
+        tokens_per_s: 1.0 / step_s,
+        pcie_limit_tokens_per_s: if streamed_bytes == 0 {
+            f64::INFINITY
+        } else {
+            costs.h2d_bytes_per_s / streamed_bytes as f64
+        },
+    }
 }
 
 /// Plans within `budget` for every slot count from 2 to `max_slots`, simulates each, and keeps

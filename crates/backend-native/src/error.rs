@@ -42,8 +42,11 @@ pub enum Error {
     },
     /// A VRAM budget too small to run the model even with every streamable weight streamed.
     #[error(
-        "a VRAM budget of {budget} bytes is too small: this model needs at least {minimum} bytes \
-         (KV cache, workspace, embeddings, lm_head and norms resident, plus two streaming slots)"
+        "a VRAM budget of {budget} bytes ({:.2} GB) is too small: this model needs at least \
+         {minimum} bytes ({:.2} GB): the KV cache, workspace, lm_head and norms resident, plus \
+         two streaming slots of its largest streamable weight",
+        *.budget as f64 / 1e9,
+        *.minimum as f64 / 1e9
     )]
     BudgetTooSmall {
         /// The smallest budget that runs.

@@ -172,7 +172,12 @@ fn register_provider(
                         .into(),
                 ));
             }
-            for (key, value) in &provider.options {
+            // genai-bridge's own options are not the execution provider's.
+            let options = provider
+                .options
+                .iter()
+                .filter(|(key, _)| key != genai_config::VRAM_BUDGET_OPTION);
+            for (key, value) in options {
                 cuda = cuda.with_arbitrary_config(key, value);
             }
             builder

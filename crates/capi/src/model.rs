@@ -58,7 +58,7 @@ impl ModelShared {
                 backend,
                 device: None,
                 threads,
-                verify: false,
+                ..OpenOptions::default()
             },
         )?;
         crate::log::info(&format!(

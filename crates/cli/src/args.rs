@@ -46,7 +46,7 @@ pub enum DeviceChoice {
 }
 
 /// Options shared by every command that runs a model.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Model folder (genai_config.json, model.onnx, tokenizer.json); the bundled fixture if omitted.
     pub model_dir: Option<PathBuf>,
@@ -62,6 +62,14 @@ pub struct RunArgs {
     /// it is out of tolerance.
     #[arg(long)]
     pub verify: bool,
+    /// Device memory the native CUDA decoder may use: BYTES (e.g. 8000000000, 8GB, 7.5GiB) or
+    /// PERCENT of the device (e.g. 50%). Weights that do not fit are streamed from host memory
+    /// every step. Also GENAI_BRIDGE_VRAM_BUDGET, or the cuda provider option `vram_budget`.
+    #[arg(long, value_name = "BYTES|PERCENT")]
+    pub vram_budget: Option<String>,
+    /// Positions of KV cache a VRAM budget plans room for (set by commands that know it).
+    #[arg(skip)]
+    pub planned_length: Option<usize>,
 }
 
 /// Search options; unset ones keep genai_config.json's values.
@@ -153,6 +161,14 @@ pub struct BenchArgs {
     /// One JSON line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Weight paging sweep (native CUDA decoder): load and measure the model once per budget,
+    /// each a percent of its weight bytes plus the KV cache and workspace, e.g. 100,75,50,25,10.
+    #[arg(long, value_delimiter = ',', value_name = "PERCENTS")]
+    pub budget_sweep: Vec<f64>,
+    /// With --budget-sweep: write an SVG of decode tokens/s against the budget, with the PCIe
+    /// limit line.
+    #[arg(long, value_name = "FILE", requires = "budget_sweep")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

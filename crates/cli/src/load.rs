@@ -61,6 +61,8 @@ pub fn open_options(run: &RunArgs) -> OpenOptions {
         device: run.device.map(device_kind),
         threads: run.threads,
         verify: run.verify,
+        vram_budget: run.vram_budget.clone(),
+        planned_length: run.planned_length,
     }
 }
 

@@ -1,9 +1,11 @@
 //! The `genai-bridge` command line: generate, chat and inspect on ONNX Runtime GenAI model folders.
 
 mod args;
+mod checksum;
 mod commands;
 mod load;
 mod machine;
+mod plot;
 mod progress;
 
 use args::{Cli, Command};

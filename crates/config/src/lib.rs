@@ -38,6 +38,12 @@ pub use model::{
     Alignment, DECODER_ONLY_LLM_TYPES, Decoder, Model, SlidingWindow, ToolAndReasoningIds,
 };
 pub use names::{DecoderInputs, DecoderOutputs, KvNames, fill_template};
+/// A genai-bridge provider option (`"provider_options": [{"cuda": {"vram_budget": "8GB"}}]`,
+/// or `OgaConfigSetProviderOption(config, "cuda", "vram_budget", "50%")`): the device memory
+/// the native CUDA decoder may use, streaming the weights that do not fit. ONNX Runtime never
+/// sees it.
+pub const VRAM_BUDGET_OPTION: &str = "vram_budget";
+
 pub use raw::{GraphOptimizationLevel, RawConfig, normalize_provider_name};
 pub use search::{BOOL_NAMES, NUMBER_NAMES, Search};
 pub use session::{DeviceFiltering, HardwareDeviceType, Provider, SessionOptions};

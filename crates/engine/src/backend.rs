@@ -17,9 +17,9 @@ pub struct BackendInfo {
     pub reasons: Vec<String>,
 }
 
-/// What a backend counts while it runs (CUDA graph captures and replays today), for the
-/// `--json` outputs. Zero everywhere for backends without a graph.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+/// What a backend counts while it runs (CUDA graph captures and replays, weight streaming,
+/// device memory), for the `--json` outputs. Zero or absent for backends without them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct BackendCounters {
     /// Decode-step graphs captured.
     pub graph_captures: u64,
@@ -31,6 +31,40 @@ pub struct BackendCounters {
     pub graph_fallbacks: u64,
     /// Why, for the first few.
     pub graph_fallback_reasons: Vec<String>,
+    /// Highest device memory in use (total minus free, as the driver reports it) seen by a
+    /// device backend.
+    pub peak_device_bytes: Option<u64>,
+    /// Weight streaming under a VRAM budget, when the backend pages weights.
+    pub paging: Option<PagingCounters>,
+}
+
+/// Weight streaming under a VRAM budget: the plan, and what was measured over decode steps.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PagingCounters {
+    /// The budget the plan was made for.
+    pub budget_bytes: u64,
+    /// Weight bytes kept in device memory.
+    pub resident_weight_bytes: u64,
+    /// Weight bytes copied from host memory every forward pass.
+    pub streamed_weight_bytes: u64,
+    /// Table bytes read in place from mapped host memory (a few rows per step).
+    pub mapped_bytes: u64,
+    /// Device slots the streamed weights rotate through, and their size.
+    pub slots: u64,
+    pub slot_bytes: u64,
+    /// Decode steps measured.
+    pub decode_steps: u64,
+    /// Bytes copied from the host per decode step (counted over the steps).
+    pub streamed_bytes_per_token: f64,
+    /// Share of the weight bytes a decode step reads that were already on the device.
+    pub byte_hit_rate: f64,
+    /// Compute time spent waiting for copies, per decode step (timing events); absent when the
+    /// timing could not be read.
+    pub copy_stall_ms_per_token: Option<f64>,
+    /// Host-to-device bandwidth the copies achieved while they ran (timing events).
+    pub h2d_gbs: Option<f64>,
+    /// Pinned host-to-device bandwidth measured at load (the link's limit).
+    pub h2d_peak_gbs: f64,
 }
 
 /// How one generation's state is laid out.

@@ -9,7 +9,9 @@ pub mod memory;
 pub mod router;
 mod sampling;
 
-pub use backend::{BackendCounters, BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
+pub use backend::{
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, StartOptions, StepInput,
+};
 pub use error::Error;
 pub use generator::{Generator, GeneratorTimings};
 pub use logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};

@@ -25,6 +25,12 @@ pub struct OpenOptions {
     /// Run a short teacher-forced parity check of the native decoder against ONNX Runtime and
     /// fall back to ONNX Runtime when it is out of tolerance.
     pub verify: bool,
+    /// `BYTES|PERCENT`: the device memory the native CUDA decoder may use, streaming the
+    /// weights that do not fit. Overrides `GENAI_BRIDGE_VRAM_BUDGET` and the config's `cuda`
+    /// provider option `vram_budget`.
+    pub vram_budget: Option<String>,
+    /// Positions of KV cache a VRAM budget plans room for (default: the config's max_length).
+    pub planned_length: Option<usize>,
 }
 
 impl Default for OpenOptions {
@@ -34,7 +40,50 @@ impl Default for OpenOptions {
             device: None,
             threads: None,
             verify: false,
+            vram_budget: None,
+            planned_length: None,
         }
+    }
+}
+
+/// Environment variable: the VRAM budget when neither the caller nor the config gives one.
+pub const VRAM_BUDGET_ENV: &str = "GENAI_BRIDGE_VRAM_BUDGET";
+
+/// The VRAM budget in effect and where it came from: the caller's, else the environment's,
+/// else the config's `cuda` provider option.
+pub fn vram_budget(
+    config: &Config,
+    options: &OpenOptions,
+) -> Result<Option<(genai_backend_native::paging::VramBudget, String)>, Error> {
+    let from_config = || {
+        config
+            .model
+            .decoder
+            .session_options
+            .provider_options
+            .iter()
+            .filter(|p| p.name == "cuda")
+            .flat_map(|p| p.options.iter())
+            .find(|(key, _)| key == genai_config::VRAM_BUDGET_OPTION)
+            .map(|(_, value)| (value.clone(), "genai_config.json".to_string()))
+    };
+    let given = options
+        .vram_budget
+        .clone()
+        .map(|v| (v, "the caller".to_string()))
+        .or_else(|| {
+            std::env::var(VRAM_BUDGET_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (v, VRAM_BUDGET_ENV.to_string()))
+        })
+        .or_else(from_config);
+    match given {
+        Some((text, source)) => {
+            let budget = genai_backend_native::paging::VramBudget::parse(&text)?;
+            Ok(Some((budget, format!("{text} from {source}"))))
+        }
+        None => Ok(None),
     }
 }
 
@@ -107,10 +156,19 @@ fn native_cuda_fact(_plan: Option<&DecoderPlan>) -> Result<String, String> {
     Err("the native CUDA backend is not compiled into this build".into())
 }
 
-/// The native CUDA decoder for the plan.
+/// The native CUDA decoder for the plan, within the VRAM budget when one is given.
 #[cfg(feature = "cuda")]
-fn open_native_cuda(model: &OnnxModel, plan: &DecoderPlan) -> Result<Box<dyn Decoder>, Error> {
-    let options = genai_backend_native::CudaOptions::default();
+fn open_native_cuda(
+    model: &OnnxModel,
+    plan: &DecoderPlan,
+    budget: Option<genai_backend_native::paging::VramBudget>,
+    planned_length: usize,
+) -> Result<Box<dyn Decoder>, Error> {
+    let options = genai_backend_native::CudaOptions {
+        vram_budget: budget,
+        planned_length: Some(planned_length),
+        ..genai_backend_native::CudaOptions::default()
+    };
     Ok(Box::new(genai_backend_native::CudaDecoder::load(
         model, plan, &options,
     )?))
@@ -118,7 +176,12 @@ fn open_native_cuda(model: &OnnxModel, plan: &DecoderPlan) -> Result<Box<dyn Dec
 
 /// The native CUDA decoder for the plan (not compiled in: the router never picks it).
 #[cfg(not(feature = "cuda"))]
-fn open_native_cuda(_model: &OnnxModel, _plan: &DecoderPlan) -> Result<Box<dyn Decoder>, Error> {
+fn open_native_cuda(
+    _model: &OnnxModel,
+    _plan: &DecoderPlan,
+    _budget: Option<genai_backend_native::paging::VramBudget>,
+    _planned_length: usize,
+) -> Result<Box<dyn Decoder>, Error> {
     Err(Error::Native(genai_backend_native::Error::Invalid {
         what: "device",
         why: "the native CUDA backend is not compiled into this build".into(),
@@ -178,9 +241,19 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         }),
         threads: options.threads,
     };
+    let budget = vram_budget(config, options)?;
+    let native_cuda = route.backend == BackendKind::Native && route.device == DeviceKind::Cuda;
+    if let Some((_, source)) = &budget {
+        route.reasons.push(if native_cuda {
+            format!("VRAM budget {source}")
+        } else {
+            format!("VRAM budget {source} ignored: it applies to the native CUDA decoder")
+        });
+    }
     let decoder: Box<dyn Decoder> = match (route.backend, &plan) {
         (BackendKind::Native, Some(plan)) if route.device == DeviceKind::Cuda => {
-            let cuda = open_native_cuda(&model, plan)?;
+            let planned_length = options.planned_length.unwrap_or(config.search.max_length);
+            let cuda = open_native_cuda(&model, plan, budget.map(|b| b.0), planned_length)?;
             if options.verify {
                 // The reference runs ONNX Runtime on the CPU: the oracle for CUDA too.
                 let reference = OrtOptions {

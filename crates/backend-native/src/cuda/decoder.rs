@@ -5,19 +5,27 @@
 //! host writes the token id and the position to device memory, launches the graph and reads the
 //! logits back. A capture that fails is counted with its reason and the generation continues
 //! eagerly; `CudaOptions::graph = Some(false)` (or `GENAI_BRIDGE_CUDA_GRAPH=0`) runs eagerly
-//! for A/B comparisons.
+//! for A/B comparisons. Under a VRAM budget (or when the model does not fit the free device
+//! memory) the weights that do not fit are streamed from page-locked host memory by the pager,
+//! inside the same captured step.
 
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
 use crate::cuda::kernels::{Kernels, Ops};
-use crate::cuda::model::DevModel;
+use crate::cuda::model::{DevModel, estimated_bytes};
+use crate::cuda::pager::PagerPass;
+use crate::cuda::residency::{self, Residency};
 use crate::cuda::state::{Buffers, CHUNK, enqueue};
 use crate::error::Error;
+use crate::paging::{Reservation, VramBudget};
 use cudarc::driver::CudaStream;
-use genai_engine::{BackendCounters, BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
+use genai_engine::{
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, StartOptions, StepInput,
+};
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Environment variable: `0` turns the decode-step graph off.
 pub const GRAPH_ENV: &str = "GENAI_BRIDGE_CUDA_GRAPH";
@@ -29,14 +37,34 @@ pub struct CudaOptions {
     pub device: usize,
     /// Capture the decode step as a CUDA graph; `None`: yes unless `GENAI_BRIDGE_CUDA_GRAPH=0`.
     pub graph: Option<bool>,
+    /// Device memory the decoder may use (weights, streaming slots, KV cache, workspace),
+    /// shared with the other decoders given a budget on the device; what does not fit is
+    /// streamed from host memory. `None`: streaming turns on only when the model does not fit
+    /// the free device memory.
+    pub vram_budget: Option<VramBudget>,
+    /// Positions of KV cache the residency plan keeps room for (default: the model's).
+    pub planned_length: Option<usize>,
 }
 
 struct Shared {
     device: Device,
     kernels: Kernels,
     model: DevModel,
+    residency: Residency,
     counters: Counters,
     graph: bool,
+    /// Highest device memory in use seen (total minus free).
+    peak_device_bytes: AtomicU64,
+}
+
+impl Shared {
+    /// Samples the driver's memory figures into the peak.
+    fn sample_memory(&self) {
+        if let Ok((free, total)) = self.device.ctx.mem_get_info() {
+            let used = total.saturating_sub(free) as u64;
+            self.peak_device_bytes.fetch_max(used, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A model loaded on a CUDA device, shared by every generation on it.
@@ -61,7 +89,26 @@ impl CudaDecoder {
         let device = Device::open(options.device)?;
         let kernels = Kernels::load(&device)?;
         let stream = device.ctx.default_stream();
-        let dev_model = DevModel::load(&stream, model, plan)?;
+        let free = device.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
+        // Streaming may be needed: read the weights first, then plan where they go.
+        let may_stream = options.vram_budget.is_some() || estimated_bytes(plan) > free;
+        let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
+        let planned_length = options
+            .planned_length
+            .unwrap_or(plan.dims.max_positions)
+            .clamp(1, plan.dims.max_positions.max(1));
+        let residency = if may_stream {
+            residency::place(
+                &device,
+                options.device,
+                &stream,
+                &mut dev_model,
+                options.vram_budget,
+                planned_length,
+            )?
+        } else {
+            Residency::resident()
+        };
         stream.synchronize().map_err(|e| Error::Cuda {
             what: "weight upload",
             message: format!("{e:?}"),
@@ -69,31 +116,37 @@ impl CudaDecoder {
         let graph = options
             .graph
             .unwrap_or_else(|| std::env::var(GRAPH_ENV).map_or(true, |v| v != "0"));
+        let mut reasons = vec![format!(
+            "native CUDA decoder on {}, kernels: {} compiled, {} from the cache; {:.1} MB \
+                 of weights per token; decode step {}",
+            device.describe(),
+            kernels.compiled,
+            kernels.cached,
+            dev_model.weight_bytes_per_token() as f64 / 1e6,
+            if graph {
+                "captured as a CUDA graph"
+            } else {
+                "eager"
+            }
+        )];
+        reasons.extend(residency.reason.clone());
         let info = BackendInfo {
             backend: "native".into(),
             device: "cuda".into(),
-            reasons: vec![format!(
-                "native CUDA decoder on {}, kernels: {} compiled, {} from the cache; {:.1} MB \
-                 of weights per token; decode step {}",
-                device.describe(),
-                kernels.compiled,
-                kernels.cached,
-                dev_model.weight_bytes_per_token() as f64 / 1e6,
-                if graph {
-                    "captured as a CUDA graph"
-                } else {
-                    "eager"
-                }
-            )],
+            reasons,
         };
+        let shared = Shared {
+            device,
+            kernels,
+            model: dev_model,
+            residency,
+            counters: Counters::default(),
+            graph,
+            peak_device_bytes: AtomicU64::new(0),
+        };
+        shared.sample_memory();
         Ok(CudaDecoder {
-            shared: Arc::new(Shared {
-                device,
-                kernels,
-                model: dev_model,
-                counters: Counters::default(),
-                graph,
-            }),
+            shared: Arc::new(shared),
             info,
         })
     }
@@ -132,11 +185,31 @@ impl CudaDecoder {
                 what: "stream",
                 message: format!("{e:?}"),
             })?;
-        let buffers = Buffers::new(&stream, &self.shared.model, options.max_length)?;
+        let model = &self.shared.model;
+        let reservation = match &self.shared.residency.budget {
+            Some(budget) => {
+                let bytes = Buffers::bytes(model, options.max_length) as u64;
+                Some(budget.reserve(bytes).map_err(|_| Error::Invalid {
+                    what: "VRAM budget",
+                    why: format!(
+                        "this generation's KV cache and workspace ({:.2} GB for max_length {}) do \
+                         not fit in what is left of the VRAM budget ({:.2} GB); lower max_length \
+                         or raise the budget",
+                        bytes as f64 / 1e9,
+                        options.max_length,
+                        budget.available() as f64 / 1e9
+                    ),
+                })?)
+            }
+            None => None,
+        };
+        let buffers = Buffers::new(&stream, model, options.max_length)?;
+        self.shared.sample_memory();
         Ok(CudaState {
             shared: Arc::clone(&self.shared),
             stream,
             buffers,
+            _reservation: reservation,
             graph: None,
             graph_failed: false,
             len: 0,
@@ -169,7 +242,46 @@ impl Decoder for CudaDecoder {
             eager_steps: c.eager_steps,
             graph_fallbacks: c.fallbacks,
             graph_fallback_reasons: c.fallback_reasons,
+            peak_device_bytes: Some(self.shared.peak_device_bytes.load(Ordering::Relaxed)),
+            paging: self.paging_counters(),
         }
+    }
+}
+
+impl CudaDecoder {
+    /// The residency plan and what the pager measured, when a budget is in effect.
+    fn paging_counters(&self) -> Option<PagingCounters> {
+        let r = &self.shared.residency;
+        let summary = r.summary.as_ref()?;
+        let stats = r.pager.as_ref().map(|p| p.stats()).unwrap_or_default();
+        let steps = stats.passes;
+        let per_token = if steps > 0 {
+            stats.streamed_bytes as f64 / steps as f64
+        } else {
+            summary.streamed_weight_bytes as f64
+        };
+        let read = self.shared.model.weight_bytes_per_token() as f64;
+        let timed = steps.saturating_sub(stats.untimed_passes);
+        let timed_ok = timed > 0 && stats.untimed_passes == 0;
+        Some(PagingCounters {
+            budget_bytes: summary.budget_bytes,
+            resident_weight_bytes: summary.resident_weight_bytes,
+            streamed_weight_bytes: summary.streamed_weight_bytes,
+            mapped_bytes: summary.mapped_bytes,
+            slots: summary.slots as u64,
+            slot_bytes: summary.slot_bytes as u64,
+            decode_steps: steps,
+            streamed_bytes_per_token: per_token,
+            byte_hit_rate: if read > 0.0 {
+                (1.0 - per_token / read).clamp(0.0, 1.0)
+            } else {
+                1.0
+            },
+            copy_stall_ms_per_token: timed_ok.then(|| stats.stall_ms / timed as f64),
+            h2d_gbs: (timed_ok && stats.copy_ms > 0.0)
+                .then(|| stats.streamed_bytes as f64 / (stats.copy_ms / 1e3) / 1e9),
+            h2d_peak_gbs: summary.h2d_bytes_per_s / 1e9,
+        })
     }
 }
 
@@ -178,18 +290,44 @@ struct CudaState {
     shared: Arc<Shared>,
     stream: Arc<CudaStream>,
     buffers: Buffers,
+    /// Its share of the VRAM budget, returned when the generation ends.
+    _reservation: Option<Reservation>,
     graph: Option<StepGraph>,
     graph_failed: bool,
     len: usize,
 }
 
 impl CudaState {
-    fn run(&mut self, tokens: &[i32]) -> Result<Vec<f32>, Error> {
+    /// Enqueues one forward pass over `m` tokens, with the pager's copies when weights stream.
+    fn pass(&self, m: usize, capturing: bool) -> Result<(), Error> {
         let s = &self.shared;
-        let ops = Ops {
-            k: &s.kernels,
-            stream: &self.stream,
-        };
+        match &s.residency.pager {
+            Some(pager) => {
+                let pass = PagerPass::begin(pager, &self.stream, capturing)?;
+                let ops = Ops {
+                    k: &s.kernels,
+                    stream: &self.stream,
+                    pager: Some(&pass),
+                };
+                enqueue(&ops, &s.model, &self.buffers, m)?;
+                pass.end()
+            }
+            None => {
+                let ops = Ops {
+                    k: &s.kernels,
+                    stream: &self.stream,
+                    pager: None,
+                };
+                enqueue(&ops, &s.model, &self.buffers, m)
+            }
+        }
+    }
+
+    fn run(&mut self, tokens: &[i32]) -> Result<Vec<f32>, Error> {
+        let shared = Arc::clone(&self.shared);
+        let s = &shared;
+        // Generations on this decoder share the streaming slots: one pass sequence at a time.
+        let _slots = s.residency.pager.as_ref().map(|p| p.lock());
         let mut past = self.len;
         for chunk in tokens.chunks(CHUNK) {
             let m = chunk.len();
@@ -197,8 +335,7 @@ impl CudaState {
             let step = [past as i32, m as i32, 0, 0];
             self.buffers.step.write(&self.stream, &step)?;
             if m == 1 && s.graph && !self.graph_failed && self.graph.is_none() {
-                match StepGraph::capture(&self.stream, || enqueue(&ops, &s.model, &self.buffers, 1))
-                {
+                match StepGraph::capture(&self.stream, || self.pass(1, true)) {
                     Ok(graph) => {
                         s.counters.captured();
                         self.graph = Some(graph);
@@ -216,7 +353,7 @@ impl CudaState {
                     s.counters.replayed();
                 }
                 _ => {
-                    enqueue(&ops, &s.model, &self.buffers, m)?;
+                    self.pass(m, false)?;
                     if m == 1 {
                         s.counters.eager_step();
                     }
@@ -230,6 +367,12 @@ impl CudaState {
             what: "forward pass",
             message: format!("{e:?}"),
         })?;
+        if tokens.len() == 1
+            && let Some(pager) = &s.residency.pager
+        {
+            pager.account_pass();
+        }
+        s.sample_memory();
         Ok(logits)
     }
 }

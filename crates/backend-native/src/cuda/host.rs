@@ -1,7 +1,9 @@
 //! Host-side preparation of the plan's weights before their one upload: dense linear weights
 //! transposed to `[n, k]` in their stored precision, MatMulNBits weights packed as stored with
 //! f32 scales and unpacked zero points, the rest as f32; and the concatenation of projections
-//! that read the same input (q/k/v, gate/up) into one weight, so one launch computes them.
+//! that read the same input (q/k/v, gate/up) into one weight, so one launch computes them;
+//! and the image: one linear layer as one contiguous, aligned byte block, which is what sits in
+//! device memory (resident) or in page-locked host memory (streamed into a slot every step).
 
 use crate::error::Error;
 use genai_frontend::{Int4Weight as PlanInt4, Linear, Table, Tensor, Weight, WeightDType};
@@ -195,6 +197,88 @@ impl HostLinear {
             (acc, _) => acc,
         });
         Ok(HostLinear { weight, bias, k, n })
+    }
+}
+
+/// How the kernels read an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// `[n, k]` values for `kernel`.
+    Dense { kernel: &'static str },
+    /// MatMulNBits; `int8` selects the CompInt8 path.
+    Int4 { block: usize, int8: bool },
+}
+
+/// Byte offsets of a layer's parts inside its image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Parts {
+    /// Dense values, or the packed 4-bit data.
+    pub main: usize,
+    /// f32 block scales (int4).
+    pub scales: Option<usize>,
+    /// f32 zero points (int4, float path).
+    pub zp_f32: Option<usize>,
+    /// u8 zero points (int4, CompInt8 path).
+    pub zp_u8: Option<usize>,
+    /// f32 bias.
+    pub bias: Option<usize>,
+}
+
+/// A linear layer as one byte block.
+pub(crate) struct Image {
+    pub bytes: Vec<u8>,
+    pub form: Form,
+    pub parts: Parts,
+    pub k: usize,
+    pub n: usize,
+}
+
+/// Alignment of every part inside an image (and of device allocations).
+pub(crate) const IMAGE_ALIGN: usize = 256;
+
+/// Appends `data` at the next aligned offset and returns that offset.
+fn append(image: &mut Vec<u8>, data: &[u8]) -> usize {
+    let offset = image.len().next_multiple_of(IMAGE_ALIGN);
+    image.resize(offset, 0);
+    image.extend_from_slice(data);
+    offset
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+impl HostLinear {
+    /// The layer as one image (the dense values are moved, not copied).
+    pub fn into_image(self) -> Image {
+        let (mut bytes, form, mut parts) = match self.weight {
+            HostWeight::Dense { kernel, nk } => (nk, Form::Dense { kernel }, Parts::default()),
+            HostWeight::Int4 {
+                packed,
+                scales,
+                zp_u8,
+                zp_f32,
+                block,
+                int8,
+            } => {
+                let mut bytes = packed;
+                let mut parts = Parts {
+                    scales: Some(append(&mut bytes, &f32_bytes(&scales))),
+                    ..Parts::default()
+                };
+                parts.zp_f32 = zp_f32.map(|z| append(&mut bytes, &f32_bytes(&z)));
+                parts.zp_u8 = zp_u8.map(|z| append(&mut bytes, &z));
+                (bytes, Form::Int4 { block, int8 }, parts)
+            }
+        };
+        parts.bias = self.bias.map(|b| append(&mut bytes, &f32_bytes(&b)));
+        Image {
+            bytes,
+            form,
+            parts,
+            k: self.k,
+            n: self.n,
+        }
     }
 }
 
@@ -478,6 +562,38 @@ mod tests {
         let row = |r: u8| (r * 16..r * 16 + 16).collect::<Vec<u8>>();
         let want: Vec<u8> = [0, 3, 1, 4, 2, 5].iter().flat_map(|&r| row(r)).collect();
         assert_eq!(packed, &want);
+    }
+
+    #[test]
+    fn images_hold_every_part_at_aligned_offsets() {
+        let mut layer = int4(4, 64, 32, true);
+        layer.bias = Some(vec![0.5; 4]);
+        let image = layer.into_image();
+        let p = image.parts;
+        assert_eq!(p.main, 0);
+        for offset in [p.scales, p.zp_f32, p.zp_u8, p.bias] {
+            assert_eq!(offset.map(|o| o % super::IMAGE_ALIGN), Some(0));
+        }
+        let at = |o: Option<usize>, i: usize| {
+            let o = o.unwrap() + 4 * i;
+            f32::from_le_bytes(image.bytes[o..o + 4].try_into().unwrap())
+        };
+        // Scales 0..8, zero points 8.0, bias 0.5; u8 zero points 8.
+        assert_eq!(at(p.scales, 7), 7.0);
+        assert_eq!(at(p.zp_f32, 3), 8.0);
+        assert_eq!(at(p.bias, 3), 0.5);
+        assert_eq!(image.bytes[p.zp_u8.unwrap() + 7], 8);
+        assert_eq!(image.bytes.len(), p.bias.unwrap() + 16);
+        assert_eq!(image.bytes[..4], [0, 1, 2, 3]);
+        // A dense layer without bias is its values as they are.
+        let dense = dense(3, 8, 5, None);
+        let HostWeight::Dense { nk, .. } = &dense.weight else {
+            unreachable!()
+        };
+        let values = nk.clone();
+        let image = dense.into_image();
+        assert_eq!(image.bytes, values);
+        assert_eq!(image.parts.bias, None);
     }
 
     #[test]

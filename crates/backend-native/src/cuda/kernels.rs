@@ -5,6 +5,7 @@
 
 use crate::cuda::compile::{self, Origin, SOURCES};
 use crate::cuda::device::Device;
+use crate::cuda::pager::PagerPass;
 use crate::error::Error;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
@@ -143,10 +144,30 @@ macro_rules! launch {
     }};
 }
 
-/// The kernels bound to a stream.
+/// The kernels bound to a stream, with the pager of the pass when weights are streamed.
 pub(crate) struct Ops<'a> {
     pub k: &'a Kernels,
     pub stream: &'a CudaStream,
+    pub pager: Option<&'a PagerPass<'a>>,
+}
+
+impl Ops<'_> {
+    fn pager(&self, j: usize) -> Result<&PagerPass<'_>, Error> {
+        self.pager.ok_or(Error::Invalid {
+            what: "pager",
+            why: format!("streamed weight {j} used in a pass without the pager"),
+        })
+    }
+
+    /// Before the kernels that read streamed weight `j`: wait for its copy.
+    pub fn acquire(&self, j: usize) -> Result<(), Error> {
+        self.pager(j)?.acquire(j)
+    }
+
+    /// After the kernels that read streamed weight `j`: release its slot.
+    pub fn release(&self, j: usize) -> Result<(), Error> {
+        self.pager(j)?.release(j)
+    }
 }
 
 /// Shape of a linear call: `m` rows of `k` inputs (rows `ldx` apart) to `n` outputs (rows of y

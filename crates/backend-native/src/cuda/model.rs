@@ -1,10 +1,14 @@
-//! The native CUDA model: the lifted plan with every weight uploaded once.
+//! The native CUDA model: the lifted plan with every weight prepared once, and where each one
+//! lives (device memory, a streaming slot, or mapped host memory), as the residency plan says.
 
 use crate::cuda::host::{HostLinear, table, tensor_f32};
+use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
+use crate::cuda::pinned::PinnedBuf;
 use crate::cuda::weights::DevLinear;
 use crate::error::Error;
-use cudarc::driver::CudaStream;
+use crate::paging::{WeightKind, WeightUse};
+use cudarc::driver::{CudaContext, CudaStream};
 use genai_frontend::{Activation, DecoderPlan, Mlp, Norm, NormKind, Qkv, Weight, WeightDType};
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
@@ -76,6 +80,89 @@ impl DevLayer {
     pub fn qkv_width(&self) -> usize {
         (self.heads + 2 * self.kv_heads) * self.head_size
     }
+
+    /// The layer's linear layers in the order a forward pass runs them.
+    pub fn linears_mut(&mut self) -> Vec<&mut DevLinear> {
+        let mut out: Vec<&mut DevLinear> = self.qkv.parts.iter_mut().map(|(p, _)| p).collect();
+        out.push(&mut self.output);
+        out.extend(self.mlp.parts.iter_mut().map(|(p, _)| p));
+        out.push(&mut self.mlp.down);
+        out
+    }
+
+    fn norms(&self) -> impl Iterator<Item = &DevNorm> {
+        [
+            Some(&self.attn_norm),
+            self.q_norm.as_ref(),
+            self.k_norm.as_ref(),
+        ]
+        .into_iter()
+        .chain([Some(&self.mlp_norm)])
+        .flatten()
+    }
+}
+
+impl DevNorm {
+    fn bytes(&self) -> usize {
+        self.weight.bytes() + self.bias.as_ref().map_or(0, DevBuf::bytes)
+    }
+}
+
+/// Where the embedding table is.
+pub(crate) enum TableHome {
+    /// Built on the host, not placed yet.
+    Pending(Vec<f32>),
+    Device(DevBuf<f32>),
+    /// Page-locked host memory mapped into the device's address space: a step reads its rows
+    /// over the link.
+    Mapped(PinnedBuf),
+}
+
+/// The embedding table `[vocab, hidden]` as f32.
+pub(crate) struct DevTable {
+    pub home: TableHome,
+    pub bytes: usize,
+}
+
+impl DevTable {
+    pub fn ptr(&self) -> Result<DevPtr, Error> {
+        match &self.home {
+            TableHome::Device(b) => Ok(b.ptr),
+            TableHome::Mapped(p) => p.device_ptr(),
+            TableHome::Pending(_) => Err(Error::Invalid {
+                what: "embedding",
+                why: "used before it was placed".into(),
+            }),
+        }
+    }
+
+    /// Moves a pending table to device memory, or to mapped host memory.
+    pub fn place(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        ctx: &Arc<CudaContext>,
+        device: bool,
+    ) -> Result<(), Error> {
+        if let TableHome::Pending(values) = &self.home {
+            self.home = if device {
+                TableHome::Device(DevBuf::from_host(stream, values)?)
+            } else {
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                TableHome::Mapped(PinnedBuf::from_bytes(ctx, &bytes, true)?)
+            };
+        }
+        Ok(())
+    }
+}
+
+/// What one entry of [`DevModel::step_weights`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepItem {
+    Table,
+    /// Index into [`DevModel::linears_mut`].
+    Linear(usize),
+    /// Always resident, already on the device.
+    Fixed,
 }
 
 /// Rotary caches `[max_positions, rotary_dim / 2]`.
@@ -93,7 +180,7 @@ pub(crate) struct DevModel {
     pub hidden: usize,
     pub vocab: usize,
     pub max_positions: usize,
-    pub embedding: DevBuf<f32>,
+    pub embedding: DevTable,
     pub positions: Option<DevBuf<f32>>,
     pub embedding_scale: Option<f32>,
     pub layers: Vec<DevLayer>,
@@ -126,7 +213,6 @@ fn act_of(plan: &DecoderPlan) -> i32 {
 /// Projections of one input, uploaded as one stacked weight when they are compatible (one
 /// launch), else one by one; with their first output column.
 fn stacked(
-    s: &Arc<CudaStream>,
     model: &OnnxModel,
     linears: &[&genai_frontend::Linear],
 ) -> Result<Vec<(DevLinear, usize)>, Error> {
@@ -135,13 +221,13 @@ fn stacked(
         .map(|l| HostLinear::load(model, l))
         .collect::<Result<Vec<_>, _>>()?;
     match HostLinear::concat(host) {
-        Ok(one) => Ok(vec![(DevLinear::upload(s, one)?, 0)]),
+        Ok(one) => Ok(vec![(DevLinear::prepare(one), 0)]),
         Err(parts) => {
             let mut col = 0;
             let mut out = Vec::new();
             for p in parts {
                 let n = p.n;
-                out.push((DevLinear::upload(s, p)?, col));
+                out.push((DevLinear::prepare(p), col));
                 col += n;
             }
             Ok(out)
@@ -164,9 +250,9 @@ fn load_layer(
                     why: format!("widths {q}/{k}/{v} do not match the heads"),
                 });
             }
-            vec![(DevLinear::load(s, model, linear)?, 0)]
+            vec![(DevLinear::read(model, linear)?, 0)]
         }
-        Qkv::Separate { q, k, v } => stacked(s, model, &[q, k, v])?,
+        Qkv::Separate { q, k, v } => stacked(model, &[q, k, v])?,
     };
     let mlp = match &layer.mlp {
         Mlp::Gated {
@@ -177,16 +263,13 @@ fn load_layer(
         } => {
             let host = vec![HostLinear::load(model, gate)?, HostLinear::load(model, up)?];
             let (parts, glu) = match HostLinear::concat(host) {
-                Ok(one) => (
-                    vec![(DevLinear::upload(s, one.interleave_halves())?, 0)],
-                    true,
-                ),
+                Ok(one) => (vec![(DevLinear::prepare(one.interleave_halves()), 0)], true),
                 Err(parts) => {
                     let mut out = Vec::new();
                     let mut col = 0;
                     for p in parts {
                         let n = p.n;
-                        out.push((DevLinear::upload(s, p)?, col));
+                        out.push((DevLinear::prepare(p), col));
                         col += n;
                     }
                     (out, false)
@@ -194,7 +277,7 @@ fn load_layer(
             };
             DevMlp {
                 parts,
-                down: DevLinear::load(s, model, down)?,
+                down: DevLinear::read(model, down)?,
                 width: gate.n,
                 gated: true,
                 glu,
@@ -215,8 +298,8 @@ fn load_layer(
                 });
             }
             DevMlp {
-                parts: vec![(DevLinear::upload(s, host.interleave_halves())?, 0)],
-                down: DevLinear::load(s, model, down)?,
+                parts: vec![(DevLinear::prepare(host.interleave_halves()), 0)],
+                down: DevLinear::read(model, down)?,
                 width: *width,
                 gated: true,
                 glu: true,
@@ -228,8 +311,8 @@ fn load_layer(
             down,
             activation,
         } => DevMlp {
-            parts: vec![(DevLinear::load(s, model, up)?, 0)],
-            down: DevLinear::load(s, model, down)?,
+            parts: vec![(DevLinear::read(model, up)?, 0)],
+            down: DevLinear::read(model, down)?,
             width: up.n,
             gated: false,
             glu: false,
@@ -242,7 +325,7 @@ fn load_layer(
         qkv: DevQkv { parts: qkv },
         q_norm: norm(&a.q_norm)?,
         k_norm: norm(&a.k_norm)?,
-        output: DevLinear::load(s, model, &a.output)?,
+        output: DevLinear::read(model, &a.output)?,
         heads: a.heads,
         kv_heads: a.kv_heads,
         head_size: hs,
@@ -255,19 +338,61 @@ fn load_layer(
     })
 }
 
+/// Device bytes the plan's weights take in this decoder's layout (dense weights as stored,
+/// int4 with f32 scales and unpacked zero points, the embedding table as f32), before reading
+/// them: decides whether the model may need streaming.
+pub(crate) fn estimated_bytes(plan: &DecoderPlan) -> u64 {
+    let linear = |l: &genai_frontend::Linear| -> u64 {
+        let (k, n) = (l.k as u64, l.n as u64);
+        match &l.weight {
+            Weight::Dense { tensor, .. } => {
+                let size = if tensor.dtype == WeightDType::F32 {
+                    4
+                } else {
+                    2
+                };
+                k.saturating_mul(n).saturating_mul(size)
+            }
+            Weight::Int4(w) => {
+                let blocks = k.div_ceil(w.block_size.max(1) as u64).saturating_mul(n);
+                (k.saturating_mul(n) / 2).saturating_add(blocks.saturating_mul(9))
+            }
+        }
+    };
+    let embedding = (plan.dims.vocab as u64)
+        .saturating_mul(plan.dims.hidden as u64)
+        .saturating_mul(4);
+    plan.linears()
+        .into_iter()
+        .map(linear)
+        .fold(embedding, u64::saturating_add)
+}
+
 impl DevModel {
-    /// Uploads every weight the plan names.
+    /// Reads and prepares every weight the plan names. With `upload`, every weight goes to
+    /// device memory as it is read (the whole model is resident); without, the linear layers
+    /// and the embedding table stay on the host until [`DevModel::linears_mut`] and
+    /// [`DevTable::place`] place them as a residency plan says.
     pub fn load(
         stream: &Arc<CudaStream>,
         model: &OnnxModel,
         plan: &DecoderPlan,
+        upload: bool,
     ) -> Result<Self, Error> {
         let dims = plan.dims;
         let layers = plan
             .layers
             .iter()
-            .map(|l| load_layer(stream, model, l))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|l| {
+                let mut layer = load_layer(stream, model, l)?;
+                if upload {
+                    for linear in layer.linears_mut() {
+                        linear.upload(stream)?;
+                    }
+                }
+                Ok(layer)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         for l in &layers {
             if l.head_size > 256 || l.kv_heads == 0 || !l.heads.is_multiple_of(l.kv_heads) {
                 return Err(Error::Invalid {
@@ -294,19 +419,96 @@ impl DevModel {
             Some(p) => Some(DevBuf::from_host(stream, &tensor_f32(model, p)?)?),
             None => None,
         };
+        let mut lm_head = DevLinear::read(model, &plan.lm_head)?;
+        lm_head.upload(stream)?;
+        let mut embedding = DevTable {
+            bytes: embedding.len() * 4,
+            home: TableHome::Pending(embedding),
+        };
+        if upload {
+            embedding.place(stream, stream.context(), true)?;
+        }
         Ok(DevModel {
             act: act_of(plan),
             hidden: dims.hidden,
             vocab: dims.vocab,
             max_positions: dims.max_positions,
-            embedding: DevBuf::from_host(stream, &embedding)?,
+            embedding,
             positions,
             embedding_scale: plan.embedding.scale,
             layers,
             final_norm: DevNorm::load(stream, model, &plan.final_norm)?,
-            lm_head: DevLinear::load(stream, model, &plan.lm_head)?,
+            lm_head,
             rotary,
         })
+    }
+
+    /// Every linear layer but the lm_head (always resident), in the order a pass runs them.
+    pub fn linears_mut(&mut self) -> Vec<&mut DevLinear> {
+        self.layers
+            .iter_mut()
+            .flat_map(DevLayer::linears_mut)
+            .collect()
+    }
+
+    /// The weights a decode step reads, in step order, for the residency planner; with what
+    /// each entry is.
+    pub fn step_weights(&mut self) -> (Vec<WeightUse>, Vec<StepItem>) {
+        let mut uses = Vec::new();
+        let mut items = Vec::new();
+        let mut push = |name: String, bytes: usize, kind: WeightKind, item: StepItem| {
+            uses.push(WeightUse {
+                name,
+                bytes: bytes as u64,
+                kind,
+            });
+            items.push(item);
+        };
+        push(
+            "embedding".into(),
+            self.embedding.bytes,
+            WeightKind::Embedding,
+            StepItem::Table,
+        );
+        let fixed: usize = self.positions.as_ref().map_or(0, DevBuf::bytes)
+            + self
+                .rotary
+                .as_ref()
+                .map_or(0, |r| r.cos.bytes() + r.sin.bytes());
+        push("tables".into(), fixed, WeightKind::Norm, StepItem::Fixed);
+        let mut index = 0;
+        for (l, layer) in self.layers.iter_mut().enumerate() {
+            let norms: usize = layer.norms().map(DevNorm::bytes).sum();
+            push(
+                format!("{l}.norms"),
+                norms,
+                WeightKind::Norm,
+                StepItem::Fixed,
+            );
+            for (i, linear) in layer.linears_mut().into_iter().enumerate() {
+                let bytes = linear.weight_bytes();
+                push(
+                    format!("{l}.linear{i}"),
+                    bytes,
+                    WeightKind::Linear,
+                    StepItem::Linear(index),
+                );
+                index += 1;
+            }
+        }
+        push(
+            "final_norm".into(),
+            self.final_norm.bytes(),
+            WeightKind::Norm,
+            StepItem::Fixed,
+        );
+        push(
+            "lm_head".into(),
+            self.lm_head.weight_bytes(),
+            WeightKind::LmHead,
+            StepItem::Fixed,
+        );
+        (uses, items)
     }
 
     /// Bytes of weights read per decoded token (every linear layer; not the embedding table).

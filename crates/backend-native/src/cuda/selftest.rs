@@ -71,6 +71,7 @@ impl Ctx {
         Ops {
             k: &self.kernels,
             stream: &self.stream,
+            pager: None,
         }
     }
     fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(

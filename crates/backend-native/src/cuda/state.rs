@@ -44,15 +44,25 @@ pub(crate) struct Buffers {
     kv: Vec<(DevBuf<f32>, DevBuf<f32>)>,
 }
 
-impl Buffers {
-    pub fn new(stream: &Arc<CudaStream>, model: &DevModel, capacity: usize) -> Result<Self, Error> {
+/// Element counts of one generation's buffers (f32 unless noted).
+struct Sizes {
+    qkv: usize,
+    attn: usize,
+    part: usize,
+    counts: usize,
+    gu: usize,
+    h: usize,
+    /// i8 values and f32 scales.
+    quant: (usize, usize),
+    splits: usize,
+    /// Per layer: keys (and values) elements.
+    kv: Vec<usize>,
+}
+
+impl Sizes {
+    fn of(model: &DevModel, capacity: usize) -> Sizes {
         let layers = &model.layers;
         let max = |f: &dyn Fn(&DevLayer) -> usize| layers.iter().map(f).max().unwrap_or(0);
-        let qkv_w = max(&|l| l.qkv_width());
-        let attn_w = max(&|l| l.heads * l.head_size);
-        let part_w = max(&|l| l.heads * (l.head_size + 2));
-        let gu_w = max(&|l| l.mlp.width * if l.mlp.gated { 2 } else { 1 });
-        let h_w = max(&|l| l.mlp.width);
         let mut quant = model.lm_head.quant_scratch();
         for l in layers {
             let linears = l.qkv.parts.iter().chain(l.mlp.parts.iter()).map(|(p, _)| p);
@@ -62,47 +72,85 @@ impl Buffers {
             }
         }
         let splits = capacity.div_ceil(ATTN_CHUNK).max(1);
-        let kv_bytes: usize = layers
-            .iter()
-            .map(|l| 2 * 4 * l.kv_heads * capacity * l.head_size)
-            .sum();
+        Sizes {
+            qkv: CHUNK * max(&|l| l.qkv_width()),
+            attn: CHUNK * max(&|l| l.heads * l.head_size),
+            part: CHUNK * max(&|l| l.heads * (l.head_size + 2)) * splits,
+            counts: CHUNK * max(&|l| l.heads),
+            gu: CHUNK * max(&|l| l.mlp.width * if l.mlp.gated { 2 } else { 1 }),
+            h: CHUNK * max(&|l| l.mlp.width),
+            quant: (CHUNK * quant.0, CHUNK * quant.1),
+            splits,
+            kv: layers
+                .iter()
+                .map(|l| l.kv_heads * capacity * l.head_size)
+                .collect(),
+        }
+    }
+
+    /// Device bytes of every buffer.
+    fn bytes(&self, model: &DevModel) -> usize {
+        let f32s = 3 * CHUNK * model.hidden
+            + self.qkv
+            + self.attn
+            + self.part
+            + self.counts
+            + self.gu
+            + self.h
+            + self.quant.1
+            + model.vocab
+            + 2 * ARGMAX_PARTS
+            + 2 * self.kv.iter().sum::<usize>()
+            + CHUNK
+            + 8;
+        4 * f32s + self.quant.0
+    }
+}
+
+impl Buffers {
+    /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace).
+    pub fn bytes(model: &DevModel, capacity: usize) -> usize {
+        Sizes::of(model, capacity).bytes(model)
+    }
+
+    pub fn new(stream: &Arc<CudaStream>, model: &DevModel, capacity: usize) -> Result<Self, Error> {
+        let sizes = Sizes::of(model, capacity);
+        let total = sizes.bytes(model);
         if let Ok((free, _)) = stream.context().mem_get_info()
-            && kv_bytes > free
+            && total > free
         {
             return Err(Error::Invalid {
                 what: "max_length",
                 why: format!(
-                    "a KV cache of {capacity} positions needs {:.2} GB of device memory, {:.2} GB \
-                     are free",
-                    kv_bytes as f64 / 1e9,
+                    "a KV cache and workspace of {capacity} positions need {:.2} GB of device \
+                     memory, {:.2} GB are free",
+                    total as f64 / 1e9,
                     free as f64 / 1e9
                 ),
             });
         }
         let z = |n: usize| DevBuf::<f32>::zeros(stream, n);
-        let kv = layers
+        let kv = sizes
+            .kv
             .iter()
-            .map(|l| {
-                let n = l.kv_heads * capacity * l.head_size;
-                Ok((z(n)?, z(n)?))
-            })
+            .map(|&n| Ok((z(n)?, z(n)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Buffers {
             capacity,
-            splits,
+            splits: sizes.splits,
             step: DevBuf::zeros(stream, 4)?,
             ids: DevBuf::zeros(stream, CHUNK)?,
             x: z(CHUNK * model.hidden)?,
             normed: z(CHUNK * model.hidden)?,
             delta: z(CHUNK * model.hidden)?,
-            qkv: z(CHUNK * qkv_w)?,
-            attn: z(CHUNK * attn_w)?,
-            part: z(CHUNK * part_w * splits)?,
-            counts: DevBuf::zeros(stream, CHUNK * max(&|l| l.heads))?,
-            gu: z(CHUNK * gu_w)?,
-            h: z(CHUNK * h_w)?,
-            qa: DevBuf::zeros(stream, CHUNK * quant.0)?,
-            sa: z(CHUNK * quant.1)?,
+            qkv: z(sizes.qkv)?,
+            attn: z(sizes.attn)?,
+            part: z(sizes.part)?,
+            counts: DevBuf::zeros(stream, sizes.counts)?,
+            gu: z(sizes.gu)?,
+            h: z(sizes.h)?,
+            qa: DevBuf::zeros(stream, sizes.quant.0)?,
+            sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
             argmax: DevBuf::zeros(stream, 1)?,
             argmax_v: z(ARGMAX_PARTS)?,
@@ -128,7 +176,7 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         sa: b.sa.ptr,
     };
     ops.embedding(
-        model.embedding.ptr,
+        model.embedding.ptr()?,
         model.positions.as_ref().map_or(0, |p| p.ptr),
         b.ids.ptr,
         b.step.ptr,

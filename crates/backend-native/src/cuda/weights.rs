@@ -1,41 +1,36 @@
-//! Linear layers in device memory (uploaded once from `host.rs`'s layouts) and their launch.
+//! Linear layers on the device: each layer's image (`host.rs`) lives in device memory
+//! (resident) or in page-locked host memory, copied by the pager into its fixed device slot
+//! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
-use crate::cuda::host::{HostLinear, HostWeight};
+use crate::cuda::host::{Form, HostLinear, Image, Parts};
 use crate::cuda::kernels::{DevPtr, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::pager::Pager;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use genai_frontend::Linear;
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
 
-/// How a linear layer's weight sits in device memory.
-// One per linear layer, built once: the size difference does not matter.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum DevWeight {
-    /// `[n, k]`, read by `kernel`.
-    Dense {
-        kernel: &'static str,
-        data: DevBuf<u8>,
-    },
-    /// MatMulNBits as stored; `int8` selects the CompInt8 path (accuracy level 4, integer zero
-    /// points), as the CPU decoder does.
-    Int4 {
-        packed: DevBuf<u8>,
-        scales: DevBuf<f32>,
-        zp_f32: Option<DevBuf<f32>>,
-        zp_u8: Option<DevBuf<u8>>,
-        block: usize,
-        int8: bool,
-    },
+/// Where a layer's image is.
+pub(crate) enum Home {
+    /// Built on the host, not placed yet.
+    Pending(Vec<u8>),
+    /// In device memory.
+    Device(DevBuf<u8>),
+    /// Streamed weight `index` (in step order), read from its slot at `base`.
+    Streamed { index: usize, base: DevPtr },
 }
 
 /// A linear layer on the device.
 pub(crate) struct DevLinear {
-    pub weight: DevWeight,
-    pub bias: Option<DevBuf<f32>>,
+    pub form: Form,
+    parts: Parts,
     pub k: usize,
     pub n: usize,
+    /// Bytes of the image (what one call reads).
+    bytes: usize,
+    pub home: Home,
 }
 
 /// Scratch for int8 activations: `qa` `[rows, kp]` and `sa` `[rows, blocks]`.
@@ -46,69 +41,81 @@ pub(crate) struct QuantScratch {
 }
 
 impl DevLinear {
-    /// Uploads a prepared layer.
-    pub fn upload(stream: &Arc<CudaStream>, h: HostLinear) -> Result<Self, Error> {
-        let weight = match h.weight {
-            HostWeight::Dense { kernel, nk } => DevWeight::Dense {
-                kernel,
-                data: DevBuf::from_host(stream, &nk)?,
-            },
-            HostWeight::Int4 {
-                packed,
-                scales,
-                zp_u8,
-                zp_f32,
-                block,
-                int8,
-            } => DevWeight::Int4 {
-                packed: DevBuf::from_host(stream, &packed)?,
-                scales: DevBuf::from_host(stream, &scales)?,
-                zp_f32: zp_f32.map(|z| DevBuf::from_host(stream, &z)).transpose()?,
-                zp_u8: zp_u8.map(|z| DevBuf::from_host(stream, &z)).transpose()?,
-                block,
-                int8,
-            },
-        };
-        let bias = h.bias.map(|b| DevBuf::from_host(stream, &b)).transpose()?;
-        Ok(DevLinear {
-            weight,
-            bias,
-            k: h.k,
-            n: h.n,
-        })
+    /// A prepared layer, not placed yet.
+    pub fn prepare(h: HostLinear) -> Self {
+        let Image {
+            bytes,
+            form,
+            parts,
+            k,
+            n,
+        } = h.into_image();
+        DevLinear {
+            form,
+            parts,
+            k,
+            n,
+            bytes: bytes.len(),
+            home: Home::Pending(bytes),
+        }
     }
 
-    /// Reads and uploads the plan's layer.
-    pub fn load(stream: &Arc<CudaStream>, model: &OnnxModel, plan: &Linear) -> Result<Self, Error> {
-        Self::upload(stream, HostLinear::load(model, plan)?)
+    /// Reads and prepares the plan's layer.
+    pub fn read(model: &OnnxModel, plan: &Linear) -> Result<Self, Error> {
+        Ok(Self::prepare(HostLinear::load(model, plan)?))
+    }
+
+    /// Copies a pending image to device memory (no-op once placed).
+    pub fn upload(&mut self, stream: &Arc<CudaStream>) -> Result<(), Error> {
+        if let Home::Pending(bytes) = &self.home {
+            self.home = Home::Device(DevBuf::from_host(stream, bytes)?);
+        }
+        Ok(())
+    }
+
+    /// Hands a pending image to the pager: the layer becomes its next streamed weight, read
+    /// from that weight's slot.
+    pub fn stream_into(&mut self, pager: &mut Pager) -> Result<(), Error> {
+        let Home::Pending(bytes) = &self.home else {
+            return Err(Error::Invalid {
+                what: "pager",
+                why: "only a layer not yet placed can be streamed".into(),
+            });
+        };
+        let (index, base) = pager.add(bytes)?;
+        self.home = Home::Streamed { index, base };
+        Ok(())
+    }
+
+    /// The streamed index, for a streamed layer.
+    pub fn streamed_index(&self) -> Option<usize> {
+        match self.home {
+            Home::Streamed { index, .. } => Some(index),
+            _ => None,
+        }
     }
 
     /// Bytes of weight data read per call.
     pub fn weight_bytes(&self) -> usize {
-        match &self.weight {
-            DevWeight::Dense { data, .. } => data.bytes(),
-            DevWeight::Int4 {
-                packed,
-                scales,
-                zp_u8,
-                zp_f32,
-                ..
-            } => {
-                packed.bytes()
-                    + scales.bytes()
-                    + zp_u8.as_ref().map_or(0, DevBuf::bytes)
-                    + zp_f32.as_ref().map_or(0, DevBuf::bytes)
-            }
+        self.bytes
+    }
+
+    fn base(&self) -> Result<DevPtr, Error> {
+        match &self.home {
+            Home::Device(buf) => Ok(buf.ptr),
+            Home::Streamed { base, .. } => Ok(*base),
+            Home::Pending(_) => Err(Error::Invalid {
+                what: "linear layer",
+                why: "used before its weights were placed on the device".into(),
+            }),
         }
     }
 
     /// Int8 scratch this layer needs per row: (quantized values, block scales).
     pub fn quant_scratch(&self) -> (usize, usize) {
-        match &self.weight {
-            DevWeight::Int4 {
-                block, int8: true, ..
-            } => {
-                let nb = self.k.div_ceil(*block);
+        match self.form {
+            Form::Int4 { block, int8: true } => {
+                let nb = self.k.div_ceil(block);
                 (nb * block, nb)
             }
             _ => (0, 0),
@@ -152,34 +159,40 @@ impl DevLinear {
             ldy,
             glu,
         };
-        let bias = self.bias.as_ref().map_or(0, |b| b.ptr);
-        match &self.weight {
-            DevWeight::Dense { kernel, data } => ops.gemv(kernel, data.ptr, x, bias, y, shape, act),
-            DevWeight::Int4 {
-                packed,
-                scales,
-                zp_f32,
-                zp_u8,
-                block,
-                int8,
-            } => {
-                if *int8 {
-                    let zp = zp_u8.as_ref().map_or(0, |z| z.ptr);
-                    ops.gemv_int4_i8(
-                        (packed.ptr, scales.ptr, zp),
-                        *block,
-                        x,
-                        (scratch.qa, scratch.sa),
-                        bias,
-                        y,
-                        shape,
-                        act,
-                    )
-                } else {
-                    let zp = zp_f32.as_ref().map_or(0, |z| z.ptr);
-                    ops.gemv_int4_f32((packed.ptr, scales.ptr, zp), *block, x, bias, y, shape, act)
-                }
-            }
+        let index = self.streamed_index();
+        if let Some(j) = index {
+            ops.acquire(j)?;
         }
+        let base = self.base()?;
+        let at = |offset: Option<usize>| offset.map_or(0, |o| base + o as u64);
+        let bias = at(self.parts.bias);
+        let main = base + self.parts.main as u64;
+        let scales = at(self.parts.scales);
+        match self.form {
+            Form::Dense { kernel } => ops.gemv(kernel, main, x, bias, y, shape, act)?,
+            Form::Int4 { block, int8: true } => ops.gemv_int4_i8(
+                (main, scales, at(self.parts.zp_u8)),
+                block,
+                x,
+                (scratch.qa, scratch.sa),
+                bias,
+                y,
+                shape,
+                act,
+            )?,
+            Form::Int4 { block, int8: false } => ops.gemv_int4_f32(
+                (main, scales, at(self.parts.zp_f32)),
+                block,
+                x,
+                bias,
+                y,
+                shape,
+                act,
+            )?,
+        }
+        if let Some(j) = index {
+            ops.release(j)?;
+        }
+        Ok(())
     }
 }

@@ -11,16 +11,27 @@ pub enum VramBudget {
     Bytes(u64),
     /// A share of the device's memory, in percent (0, 100].
     Percent(f64),
+    /// A share of the model's weight bytes (all but the embedding table, which streaming moves
+    /// to host memory), in percent (0, 100], plus the KV cache and workspace: `N%weights`, the
+    /// budgets of a sweep.
+    WeightShare(f64),
 }
 
 impl VramBudget {
-    /// Parses `8000000000`, `8GB`, `7.5GiB`, `512MiB` or `50%`.
+    /// Parses `8000000000`, `8GB`, `7.5GiB`, `512MiB`, `50%` or `50%weights`.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let bad = |why: &str| Error::BadBudget {
             text: text.to_string(),
             why: why.to_string(),
         };
         let t = text.trim();
+        if let Some(p) = t.strip_suffix("%weights") {
+            let v: f64 = p.trim().parse().map_err(|_| bad("not a percentage"))?;
+            if !(v > 0.0 && v <= 100.0) {
+                return Err(bad("a percentage must be in (0, 100]"));
+            }
+            return Ok(VramBudget::WeightShare(v));
+        }
         if let Some(p) = t.strip_suffix('%') {
             let v: f64 = p.trim().parse().map_err(|_| bad("not a percentage"))?;
             if !(v > 0.0 && v <= 100.0) {
@@ -52,11 +63,14 @@ impl VramBudget {
         Ok(VramBudget::Bytes(bytes as u64))
     }
 
-    /// The budget in bytes on a device with `device_bytes` of memory.
-    pub fn resolve(self, device_bytes: u64) -> u64 {
+    /// The budget in bytes on a device with `device_bytes` of memory, for a model whose
+    /// weights (less the embedding table) take `weight_bytes` and whose KV cache and
+    /// workspace take `state_bytes`.
+    pub fn resolve(self, device_bytes: u64, weight_bytes: u64, state_bytes: u64) -> u64 {
         match self {
             VramBudget::Bytes(b) => b,
             VramBudget::Percent(p) => (device_bytes as f64 * p / 100.0) as u64,
+            VramBudget::WeightShare(p) => (weight_bytes as f64 * p / 100.0) as u64 + state_bytes,
         }
     }
 }
@@ -157,7 +171,11 @@ mod tests {
             VramBudget::Bytes(512 << 20)
         );
         assert_eq!(VramBudget::parse("50%").unwrap(), VramBudget::Percent(50.0));
-        assert_eq!(VramBudget::Percent(25.0).resolve(1000), 250);
+        assert_eq!(VramBudget::Percent(25.0).resolve(1000, 7, 9), 250);
+        let share = VramBudget::parse("10%weights").unwrap();
+        assert_eq!(share, VramBudget::WeightShare(10.0));
+        assert_eq!(share.resolve(1000, 5000, 30), 530);
+        assert!(VramBudget::parse("0%weights").is_err());
         for bad in ["", "abc", "0", "-5GB", "150%", "0%", "12XB"] {
             let err = VramBudget::parse(bad).unwrap_err().to_string();
             assert!(err.contains(bad.trim()), "{bad}: {err}");

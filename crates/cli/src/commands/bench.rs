@@ -1,11 +1,14 @@
 //! `genai-bridge bench`: load time, prefill and decode speed, latency percentiles and peak memory
-//! on one model, as one JSON line per configuration (the benchmark figures in benches/results/).
+//! on one model, as one JSON line per configuration (the benchmark figures in benches/results/);
+//! with `--budget-sweep`, one line per VRAM budget and an optional plot.
 
 use crate::args::BenchArgs;
+use crate::checksum::Checksummed;
 use crate::load;
 use crate::machine;
+use crate::plot;
 use anyhow::{Context, Result};
-use genai_engine::Generator;
+use genai_engine::{Generator, PagingCounters};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::time::Instant;
@@ -36,7 +39,29 @@ struct BenchResult {
     /// Weight bytes one decode step reads (native backends), and what the median decode speed
     /// makes of them.
     weight_bytes_per_token: Option<u64>,
+    bytes_per_token: Option<u64>,
     weight_read_gbs: Option<f64>,
+    /// Device memory bandwidth measured in the same run, and the share of the roofline
+    /// (bandwidth ÷ bytes per token) reached; filled in by the benchmark scripts.
+    measured_bandwidth_gbs: Option<f64>,
+    roofline_fraction: Option<f64>,
+    /// Highest device memory in use, as the driver reports it.
+    peak_device_mb: Option<f64>,
+    /// FNV-1a of every logit of the warm-up run: equal lines returned bitwise-equal logits.
+    logits_checksum: Option<String>,
+    /// The sweep's budget (share of the weight bytes), and the paging figures.
+    budget_fraction: Option<f64>,
+    budget_bytes: Option<u64>,
+    resident_weight_bytes: Option<u64>,
+    streamed_bytes_per_token: Option<f64>,
+    byte_hit_rate: Option<f64>,
+    copy_stall_ms_per_token: Option<f64>,
+    h2d_gbs: Option<f64>,
+    h2d_peak_gbs: Option<f64>,
+    /// The PCIe limit: h2d_peak_gbs ÷ streamed bytes per token, and the share of it reached.
+    pcie_limit_tok_s: Option<f64>,
+    pcie_fraction: Option<f64>,
+    slots: Option<u64>,
     /// CUDA graph counters over every run (zero on backends without a graph).
     graph_captures: u64,
     graph_replays: u64,
@@ -46,14 +71,76 @@ struct BenchResult {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
-    let loaded = load::load(&args.run)?;
+    if args.budget_sweep.is_empty() {
+        let result = measure(args, None)?;
+        return print(args, &result);
+    }
+    let mut points = Vec::new();
+    let mut title = String::new();
+    for &percent in &args.budget_sweep {
+        anyhow::ensure!(
+            percent > 0.0 && percent <= 100.0,
+            "--budget-sweep: {percent} is not a percent in (0, 100]"
+        );
+        let result = measure(args, Some(percent))?;
+        print(args, &result)?;
+        title = format!("{} {} decode, batch 1", result.model, result.precision);
+        points.push(plot::Point {
+            budget_percent: percent,
+            tokens_per_s: result.decode_tok_s,
+            pcie_limit_tok_s: result.pcie_limit_tok_s,
+        });
+    }
+    if let Some(path) = &args.plot {
+        std::fs::write(path, plot::svg(&title, &points))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn print(args: &BenchArgs, result: &BenchResult) -> Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string(result)?);
+    } else {
+        println!(
+            "{} {} on {} ({}){}: prefill {:.1} tok/s, TTFT {:.1} ms, decode {:.2} tok/s (median {:.2} ms, p90 {:.2} ms), load {:.0} ms, peak RSS {}",
+            result.model,
+            result.precision,
+            result.backend,
+            result.device,
+            result.budget_fraction.map_or(String::new(), |f| format!(
+                " at {:.0}% of the weights",
+                f * 100.0
+            )),
+            result.prefill_tok_s,
+            result.ttft_ms,
+            result.decode_tok_s,
+            result.decode_ms_median,
+            result.decode_ms_p90,
+            result.load_ms,
+            result
+                .peak_rss_mb
+                .map_or("n/a".into(), |m| format!("{m:.0} MB"))
+        );
+    }
+    Ok(())
+}
+
+/// Loads the model (at `budget_percent` of its weight bytes, when given) and measures it.
+fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult> {
+    let total = args.prompt_tokens + args.decode_tokens;
+    let mut run_args = args.run.clone();
+    if let Some(percent) = budget_percent {
+        run_args.vram_budget = Some(format!("{percent}%weights"));
+    }
+    run_args.planned_length = Some(total);
+    let loaded = load::load(&run_args)?;
     let vocab = loaded
         .config
         .model
         .vocab_size
         .min(loaded.decoder.vocab_size())
         .max(1);
-    let total = args.prompt_tokens + args.decode_tokens;
     anyhow::ensure!(
         args.prompt_tokens > 0 && args.decode_tokens > 0,
         "--prompt-tokens and --decode-tokens must be positive"
@@ -73,12 +160,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     // EOS must not end a benchmark early: suppress it for the whole run.
     search.min_length = total;
 
+    let decoder = Checksummed::new(loaded.decoder.as_ref());
     let mut prefill = Vec::new();
     let mut ttft = Vec::new();
     let mut decode_rates = Vec::new();
     let mut steps = Vec::new();
     for run in 0..=args.runs {
-        let mut generator = Generator::new(loaded.decoder.as_ref(), &loaded.config.model, &search)?;
+        // The warm-up run is hashed; the timed runs are not.
+        decoder.hashing(run == 0);
+        let mut generator = Generator::new(&decoder, &loaded.config.model, &search)?;
         let start = Instant::now();
         generator.append_tokens(&prompt).context("prefill")?;
         let prefill_s = start.elapsed().as_secs_f64();
@@ -97,11 +187,18 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         decode_rates.push(timings.decode_ms.len() as f64 / decode_s);
         steps.extend_from_slice(&timings.decode_ms);
     }
+    decoder.hashing(false);
     let info = loaded.decoder.info();
     let counters = loaded.decoder.counters();
     let bytes_per_token = loaded.decoder.weight_bytes_per_token();
     let decode_tok_s = median(&mut decode_rates);
-    let result = BenchResult {
+    let paging: Option<&PagingCounters> = counters.paging.as_ref();
+    let streamed = paging.map(|p| p.streamed_bytes_per_token);
+    let pcie_limit = paging.and_then(|p| {
+        (p.streamed_bytes_per_token > 0.0)
+            .then(|| p.h2d_peak_gbs * 1e9 / p.streamed_bytes_per_token)
+    });
+    Ok(BenchResult {
         commit: machine::commit(),
         machine: machine::description(),
         model: load::model_dir(args.run.model_dir.as_deref())
@@ -124,34 +221,29 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         decode_ms_p90: percentile(&mut steps, 0.9),
         peak_rss_mb: machine::peak_rss_mb(),
         weight_bytes_per_token: bytes_per_token,
+        bytes_per_token,
         weight_read_gbs: bytes_per_token.map(|b| b as f64 * decode_tok_s / 1e9),
+        measured_bandwidth_gbs: None,
+        roofline_fraction: None,
+        peak_device_mb: counters.peak_device_bytes.map(|b| b as f64 / 1e6),
+        logits_checksum: decoder.checksum(),
+        budget_fraction: budget_percent.map(|p| p / 100.0),
+        budget_bytes: paging.map(|p| p.budget_bytes),
+        resident_weight_bytes: paging.map(|p| p.resident_weight_bytes),
+        streamed_bytes_per_token: streamed,
+        byte_hit_rate: paging.map(|p| p.byte_hit_rate),
+        copy_stall_ms_per_token: paging.and_then(|p| p.copy_stall_ms_per_token),
+        h2d_gbs: paging.and_then(|p| p.h2d_gbs),
+        h2d_peak_gbs: paging.map(|p| p.h2d_peak_gbs),
+        pcie_limit_tok_s: pcie_limit,
+        pcie_fraction: pcie_limit.map(|limit| decode_tok_s / limit),
+        slots: paging.map(|p| p.slots),
         graph_captures: counters.graph_captures,
         graph_replays: counters.graph_replays,
         graph_fallbacks: counters.graph_fallbacks,
         graph_fallback_reasons: counters.graph_fallback_reasons,
         route_reasons: info.reasons.clone(),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string(&result)?);
-    } else {
-        println!(
-            "{} {} on {} ({}): prefill {:.1} tok/s, TTFT {:.1} ms, decode {:.2} tok/s (median {:.2} ms, p90 {:.2} ms), load {:.0} ms, peak RSS {}",
-            result.model,
-            result.precision,
-            result.backend,
-            result.device,
-            result.prefill_tok_s,
-            result.ttft_ms,
-            result.decode_tok_s,
-            result.decode_ms_median,
-            result.decode_ms_p90,
-            result.load_ms,
-            result
-                .peak_rss_mb
-                .map_or("n/a".into(), |m| format!("{m:.0} MB"))
-        );
-    }
-    Ok(())
+    })
 }
 
 fn median(values: &mut [f64]) -> f64 {

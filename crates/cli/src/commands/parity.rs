@@ -101,7 +101,7 @@ fn open(
         },
         device: Some(device_kind(device)),
         threads,
-        verify: false,
+        ..OpenOptions::default()
     };
     Ok(genai_runtime::open(config, &options)?.decoder)
 }

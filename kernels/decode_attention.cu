@@ -149,15 +149,17 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             int hl = i / cl, j = i - hl * cl;
             const float4* qr = (const float4*)(qs + hl * hs);
             const float4* kr = (const float4*)(ks + j * stride);
-            float dot = 0.0f;
+            // Four independent sums (one per lane of the float4), added in a fixed order.
+            float4 dot = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
             for (int u = 0; u < units; u++) {
                 float4 q = qr[u], k = kr[u];
-                dot = fmaf(q.x, k.x, dot);
-                dot = fmaf(q.y, k.y, dot);
-                dot = fmaf(q.z, k.z, dot);
-                dot = fmaf(q.w, k.w, dot);
+                dot.x = fmaf(q.x, k.x, dot.x);
+                dot.y = fmaf(q.y, k.y, dot.y);
+                dot.z = fmaf(q.z, k.z, dot.z);
+                dot.w = fmaf(q.w, k.w, dot.w);
             }
-            float sc = dot * scale;
+            float sc = ((dot.x + dot.y) + (dot.z + dot.w)) * scale;
             if (softcap > 0.0f) sc = softcap * tanhf(sc / softcap);
             ss[hl * DA_MAX_C + j] = sc;
         }
@@ -194,7 +196,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             float4 x = make_float4(acc[r].x * a, acc[r].y * a, acc[r].z * a, acc[r].w * a);
             const float* sh = ss + hl * DA_MAX_C;
 #pragma unroll 4
-            for (int j = 0; j < cl; j++) x = fma4(sh[j], *(const float4*)(vs + j * stride + 4 * u), x);
+            for (int j = 0; j < cl; j++)
+                x = fma4(sh[j], *(const float4*)(vs + j * stride + 4 * u), x);
             acc[r] = x;
         }
     }
@@ -244,7 +247,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     if (warp < hg) {
         const float* ph = part + (size_t)(h0 + warp) * pstride;
         float m = NEG_INF;
-        for (int i = lane; i < splits; i += 32) m = fmaxf(m, __ldcg(ph + (size_t)i * (hs + 2)));
+        for (int i = lane; i < splits; i += 32)
+            m = fmaxf(m, __ldcg(ph + (size_t)i * (hs + 2)));
         m = warp_max(m);
         float l = 0.0f;
         for (int i = lane; i < splits; i += 32) {
@@ -261,7 +265,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         const float* ph = part + (size_t)(h0 + hl) * pstride + 2 + d;
         const float* w = ss + hl * DA_MAX_C;
         float a = 0.0f;
-        for (int sp = 0; sp < splits; sp++) a = fmaf(__ldcg(ph + (size_t)sp * (hs + 2)), w[sp], a);
+        for (int sp = 0; sp < splits; sp++)
+            a = fmaf(__ldcg(ph + (size_t)sp * (hs + 2)), w[sp], a);
         out[(size_t)(h0 + hl) * hs + d] = round_act(a * alpha[hl], act);
     }
     if (tid == 0) counts[row] = 0;

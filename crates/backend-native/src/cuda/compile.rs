@@ -44,6 +44,11 @@ pub const SOURCES: &[Source] = &[
         symbols: &["attention_f32"],
     },
     Source {
+        family: "decode_attention",
+        code: include_str!("../../../../kernels/decode_attention.cu"),
+        symbols: &["attention_decode_f32"],
+    },
+    Source {
         family: "activation",
         code: include_str!("../../../../kernels/activation.cu"),
         symbols: &["gated_f32", "activate_f32"],

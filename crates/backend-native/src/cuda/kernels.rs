@@ -613,6 +613,127 @@ impl Ops<'_> {
     }
 }
 
+/// Query heads one decode-attention block serves (`DA_HEADS` in kernels/decode_attention.cu).
+const DECODE_HEADS: usize = 8;
+/// Splits of one decode-attention row at most (`DA_MAX_SPLITS`).
+pub(crate) const DECODE_MAX_SPLITS: usize = 64;
+
+/// Positions per decode-attention chunk for a head size (`da_chunk` in
+/// kernels/decode_attention.cu: `C * (hs + 4)` floats of K and of V fit its shared stage).
+pub(crate) fn decode_chunk(hs: usize) -> usize {
+    (4352 / (hs + 4)).min(64)
+}
+
+/// Split blocks of the decode-attention grid for a cache of `capacity` positions: enough for
+/// any position the cache holds (the kernel's layout never uses more).
+pub(crate) fn decode_splits(capacity: usize, hs: usize) -> usize {
+    capacity
+        .div_ceil(decode_chunk(hs))
+        .clamp(1, DECODE_MAX_SPLITS)
+}
+
+/// Geometry of one decode-attention launch: heads, KV heads, head size.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DecodeHeads {
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_size: usize,
+}
+
+impl DecodeHeads {
+    /// Block rows: every KV head times the slices of at most [`DECODE_HEADS`] query heads.
+    pub fn rows(&self) -> usize {
+        self.kv_heads * (self.heads / self.kv_heads).div_ceil(DECODE_HEADS)
+    }
+
+    /// Whether the fused decode kernel takes this geometry (16-byte rows, `hs <= 256`).
+    pub fn supported(&self) -> bool {
+        let hs = self.head_size;
+        hs > 0
+            && hs <= 256
+            && hs.is_multiple_of(4)
+            && self.kv_heads > 0
+            && self.heads.is_multiple_of(self.kv_heads)
+    }
+}
+
+impl Ops<'_> {
+    /// Attention of one new token at `step[0]` with the rotary embedding and the KV append
+    /// folded in: q and k are read from `qkv` (q heads, k heads, v heads; left unrotated
+    /// there), the token's rotated key and its value are written to the caches at `step[0]`.
+    /// `part` (`len` floats) needs `heads * splits * (hs + 2)` for
+    /// `splits = decode_splits(capacity, hs)`; `counts` (`len` ints, zero, left zero) one
+    /// ticket per [`DecodeHeads::rows`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_decode(
+        &self,
+        qkv: DevPtr,
+        step: DevPtr,
+        (cos, sin, rotary_dim, interleaved): (DevPtr, DevPtr, usize, bool),
+        (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
+        (part, part_len): (DevPtr, usize),
+        (counts, counts_len): (DevPtr, usize),
+        out: DevPtr,
+        d: DecodeHeads,
+        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
+        act: i32,
+    ) -> Result<(), Error> {
+        let hs = d.head_size;
+        let splits = decode_splits(capacity, hs);
+        let rows = if d.supported() { d.rows() } else { 0 };
+        let part_need = d.heads * splits * (hs + 2);
+        if rows == 0
+            || part_len < part_need
+            || counts_len < rows
+            || rotary_dim > hs
+            || !rotary_dim.is_multiple_of(2)
+        {
+            return Err(Error::Invalid {
+                what: "decode attention",
+                why: format!(
+                    "{d:?}, rotary_dim {rotary_dim}, partials {part_len} (need {part_need}), \
+                     tickets {counts_len} (need {rows})"
+                ),
+            });
+        }
+        let (h, kvh, hs_i, cap) = (
+            int("heads", d.heads)?,
+            int("kv_heads", d.kv_heads)?,
+            int("head_size", hs)?,
+            int("capacity", capacity)?,
+        );
+        let (rd, inter) = (int("rotary_dim", rotary_dim)?, i32::from(interleaved));
+        let win = int("window", window.unwrap_or(0))?;
+        let cap_s = softcap.unwrap_or(0.0);
+        let f = self.k.get("attention_decode_f32")?;
+        let grid = (grid_dim("splits", splits)?, grid_dim("rows", rows)?, 1);
+        launch!(
+            self.stream,
+            f,
+            cfg(grid, 256, 0),
+            &qkv,
+            &step,
+            &cos,
+            &sin,
+            &rd,
+            &inter,
+            &k_cache,
+            &v_cache,
+            &cap,
+            &part,
+            &counts,
+            &out,
+            &h,
+            &kvh,
+            &hs_i,
+            &scale,
+            &win,
+            &cap_s,
+            &act
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::LinearShape;
@@ -636,5 +757,29 @@ mod tests {
         assert_eq!(split(17920, 1536, -1), 1); // wide enough already
         assert_eq!(split(64, 8960, 0), 4); // GLU pairs must share a block
         assert_eq!(split(100, 100, -1), 1); // short rows
+    }
+
+    #[test]
+    fn decode_attention_geometry_matches_the_kernel() {
+        use super::{DecodeHeads, decode_chunk, decode_splits};
+        assert_eq!(decode_chunk(128), 32);
+        assert_eq!(decode_chunk(64), 64);
+        assert_eq!(decode_chunk(96), 43);
+        assert_eq!(decode_chunk(256), 16);
+        assert_eq!(decode_chunk(16), 64);
+        assert_eq!(decode_splits(4096, 128), 64);
+        assert_eq!(decode_splits(100, 128), 4);
+        assert_eq!(decode_splits(1, 128), 1);
+        let d = |heads, kv_heads, head_size| DecodeHeads {
+            heads,
+            kv_heads,
+            head_size,
+        };
+        assert_eq!(d(12, 2, 128).rows(), 2);
+        assert_eq!(d(32, 2, 128).rows(), 4); // 16 query heads per KV head: two slices
+        assert_eq!(d(28, 4, 128).rows(), 4);
+        assert!(d(12, 2, 128).supported());
+        assert!(!d(12, 2, 18).supported()); // rows not 16-byte multiples
+        assert!(!d(12, 5, 128).supported());
     }
 }

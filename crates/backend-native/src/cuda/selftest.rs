@@ -1,5 +1,6 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
-//! inputs: dense and int4 linear layers, attention over a split KV cache, argmax. Run by
+//! inputs: dense and int4 linear layers, attention over a split KV cache, the fused decode
+//! attention (`decode.rs`), argmax. Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{
@@ -12,6 +13,8 @@ use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
+
+mod decode;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -122,6 +125,9 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     }
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
         checks.push(attention(&ctx, &mut rng, window, softcap)?);
+    }
+    for case in decode::cases() {
+        checks.push(decode::check(&ctx, &mut rng, case)?);
     }
     checks.push(argmax(&ctx, &mut rng)?);
     Ok(checks)

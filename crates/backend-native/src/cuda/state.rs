@@ -3,7 +3,7 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::kernels::{ARGMAX_PARTS, DevPtr, Ops};
+use crate::cuda::kernels::{ARGMAX_PARTS, DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel};
 use crate::cuda::weights::QuantScratch;
@@ -297,8 +297,58 @@ fn attention_block(
         }
         (_, false) => ((0, 0), (0, false)),
     };
-    let dims = (m, l.heads, l.kv_heads, hs);
     let cache = (k_cache, v_cache, b.capacity);
+    let decode = DecodeHeads {
+        heads: l.heads,
+        kv_heads: l.kv_heads,
+        head_size: hs,
+    };
+    if m == 1 && decode.supported() {
+        // One launch: rotary, the KV append and attention (a decode step, graph-captured).
+        let rotary = (cos_sin.0, cos_sin.1, rot.0, rot.1);
+        ops.attention_decode(
+            b.qkv.ptr,
+            b.step.ptr,
+            rotary,
+            cache,
+            (b.part.ptr, b.part.len),
+            (b.counts.ptr, b.counts.len),
+            b.attn.ptr,
+            decode,
+            (l.scale, l.window, l.softcap),
+            act,
+        )?;
+    } else {
+        attention_chunk(ops, l, b, cache, (cos_sin, rot), m, act)?;
+    }
+    let attn_w = l.heads * hs;
+    l.output.run(
+        ops,
+        b.attn.ptr,
+        attn_w,
+        b.delta.ptr,
+        hidden,
+        m,
+        act,
+        scratch,
+    )
+}
+
+/// A layer's rotary caches (cos, sin) and (rotary_dim, interleaved); (0, 0), (0, false): none.
+type Rotary = ((DevPtr, DevPtr), (usize, bool));
+
+/// Rotary + KV append, then attention, for a chunk of prompt tokens (two launches).
+fn attention_chunk(
+    ops: &Ops<'_>,
+    l: &DevLayer,
+    b: &Buffers,
+    cache: (DevPtr, DevPtr, usize),
+    (cos_sin, rot): Rotary,
+    m: usize,
+    act: i32,
+) -> Result<(), Error> {
+    let (ld, hs) = (l.qkv_width(), l.head_size);
+    let dims = (m, l.heads, l.kv_heads, hs);
     ops.rotary_append(b.qkv.ptr, ld, b.step.ptr, cos_sin, dims, rot, cache, act)?;
     ops.attention(
         b.qkv.ptr,
@@ -310,17 +360,6 @@ fn attention_block(
         dims,
         (l.scale, l.window, l.softcap),
         act,
-    )?;
-    let attn_w = l.heads * hs;
-    l.output.run(
-        ops,
-        b.attn.ptr,
-        attn_w,
-        b.delta.ptr,
-        hidden,
-        m,
-        act,
-        scratch,
     )
 }
 

@@ -44,7 +44,7 @@ pub enum Error {
     #[error(
         "a VRAM budget of {budget} bytes ({:.2} GB) is too small: this model needs at least \
          {minimum} bytes ({:.2} GB): the KV cache, workspace, lm_head and norms resident, plus \
-         two streaming slots of its largest streamable weight",
+         one streaming slot for its largest streamed weight",
         *.budget as f64 / 1e9,
         *.minimum as f64 / 1e9
     )]

@@ -99,8 +99,15 @@ pub enum Error {
     NoRoute(#[from] NoRoute),
     #[error(transparent)]
     Ort(#[from] genai_backend_ort::Error),
+    /// Not a `source`: the message already carries it, and error chains would print it twice.
     #[error("native decoder: {0}")]
-    Native(#[from] genai_backend_native::Error),
+    Native(genai_backend_native::Error),
+}
+
+impl From<genai_backend_native::Error> for Error {
+    fn from(e: genai_backend_native::Error) -> Self {
+        Error::Native(e)
+    }
 }
 
 /// The routing decision with what it was based on.
@@ -254,6 +261,8 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         (BackendKind::Native, Some(plan)) if route.device == DeviceKind::Cuda => {
             let planned_length = options.planned_length.unwrap_or(config.search.max_length);
             let cuda = open_native_cuda(&model, plan, budget.map(|b| b.0), planned_length)?;
+            // What the decoder says about itself (kernels, weights, residency) joins the route.
+            route.reasons.extend(cuda.info().reasons.iter().cloned());
             if options.verify {
                 // The reference runs ONNX Runtime on the CPU: the oracle for CUDA too.
                 let reference = OrtOptions {

@@ -118,10 +118,10 @@ fn table_bytes(input: &PlanInput) -> u64 {
         .sum()
 }
 
-/// The smallest budget any plan with `slots` slots can run in: over every slot size, the fixed
+/// The smallest budget any plan with `slots` slots (at least 1) can run in: over every slot size, the fixed
 /// buffers, the always-resident weights, the linear weights too large for the slot, and the pool.
 pub fn minimum_budget(input: &PlanInput, slots: usize) -> u64 {
-    let slots = slots.max(2) as u64;
+    let slots = slots.max(1) as u64;
     let fixed = input.kv_bytes + input.workspace_bytes;
     let pinned = pinned_bytes(input);
     let linear: Vec<u64> = input
@@ -140,10 +140,11 @@ pub fn minimum_budget(input: &PlanInput, slots: usize) -> u64 {
         .fold(everything, u64::min)
 }
 
-/// Plans residency within `budget` bytes with `slots` streaming slots (at least 2, so one slot
-/// fills while another is read).
+/// Plans residency within `budget` bytes with `slots` streaming slots (at least 1; with 2 or
+/// more one slot fills while another is read, with 1 each copy waits for the previous weight's
+/// kernels: the fallback for budgets too small for two).
 pub fn plan(input: &PlanInput, budget: u64, slots: usize) -> Result<ResidencyPlan> {
-    let slots = slots.max(2);
+    let slots = slots.max(1);
     let fixed_bytes = input.kv_bytes + input.workspace_bytes;
     let total: u64 = input.weights.iter().map(|w| w.bytes).sum();
     let everything = ResidencyPlan {

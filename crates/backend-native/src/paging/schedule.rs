@@ -129,8 +129,9 @@ pub fn simulate(input: &PlanInput, plan: &ResidencyPlan, costs: &Costs) -> StepR
     }
 }
 
-/// Plans within `budget` for every slot count from 2 to `max_slots`, simulates each, and keeps
-/// the fastest (a plan within 0.5% of the fastest with fewer slots wins, leaving memory free).
+/// Plans within `budget` for every slot count from 1 to `max_slots`, simulates each, and keeps
+/// the fastest (a plan within 0.5% of the fastest with fewer slots wins). One slot serializes
+/// each copy behind the previous weight's kernels; it runs budgets too small for two.
 pub fn choose_plan(
     input: &PlanInput,
     budget: u64,
@@ -139,7 +140,7 @@ pub fn choose_plan(
 ) -> Result<(ResidencyPlan, StepReport)> {
     let mut first_error = None;
     let mut candidates = Vec::new();
-    for slots in 2..=max_slots.max(2) {
+    for slots in 1..=max_slots.max(1) {
         match plan(input, budget, slots) {
             Ok(p) => {
                 let report = simulate(input, &p, costs);
@@ -238,5 +239,29 @@ mod tests {
             }
         }
         assert!(choose_plan(&input, 100, &costs(GB, GB), 4).is_err());
+    }
+
+    #[test]
+    fn a_budget_too_small_for_two_slots_runs_with_one() {
+        let input = model(8);
+        let one = minimum_budget(&input, 1);
+        assert!(one < minimum_budget(&input, 2));
+        let c = costs(50.0 * GB, 4000.0 * GB);
+        let (p, report) = choose_plan(&input, one, &c, 4).unwrap();
+        assert_eq!(p.slots, 1);
+        assert!(p.device_bytes() <= one);
+        // Copy-bound: one slot costs only the kernels of each weight on top of the copies.
+        assert!(
+            report.tokens_per_s >= 0.95 * report.pcie_limit_tokens_per_s,
+            "{report:?}"
+        );
+        let err = choose_plan(&input, one - 1, &c, 4).unwrap_err();
+        assert_eq!(
+            err,
+            crate::Error::BudgetTooSmall {
+                minimum: one,
+                budget: one - 1
+            }
+        );
     }
 }

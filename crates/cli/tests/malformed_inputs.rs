@@ -292,3 +292,40 @@ fn native_weights_over_the_memory_limit_hand_over_to_onnx_runtime_under_auto() {
         "{json}"
     );
 }
+
+#[test]
+fn a_malformed_vram_budget_is_a_clear_error() {
+    let (_temp, dir) = copy_fixture("qwen2-fp32-cpu");
+    let mut args = generate_args(&dir);
+    args.extend(["--vram-budget".to_string(), "150%".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(&args, &["--vram-budget \"150%\"", "(0, 100]"]);
+    // The same from genai_config.json's cuda provider options.
+    edit_config(&dir, |c| {
+        c["model"]["decoder"]["session_options"]["provider_options"] =
+            serde_json::json!([{ "cuda": { "vram_budget": "12XB" } }]);
+    });
+    let mut args = generate_args(&dir);
+    args.extend(["--device".to_string(), "cpu".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(&args, &["\"12XB\""]);
+}
+
+#[test]
+fn a_vram_budget_off_the_native_cuda_decoder_is_reported_as_ignored() {
+    let (_temp, dir) = copy_fixture("qwen2-fp32-cpu");
+    let mut args = generate_args(&dir);
+    args.extend(["--vram-budget".to_string(), "2GB".to_string()]);
+    let output = run_cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let reasons = json["route"]["reasons"].to_string();
+    assert!(
+        reasons.contains("VRAM budget 2GB from the caller ignored"),
+        "{reasons}"
+    );
+}

@@ -55,36 +55,37 @@ pub fn vram_budget(
     config: &Config,
     options: &OpenOptions,
 ) -> Result<Option<(genai_backend_native::paging::VramBudget, String)>, Error> {
-    let from_config = || {
-        config
-            .model
-            .decoder
-            .session_options
-            .provider_options
-            .iter()
-            .filter(|p| p.name == "cuda")
-            .flat_map(|p| p.options.iter())
-            .find(|(key, _)| key == genai_config::VRAM_BUDGET_OPTION)
-            .map(|(_, value)| (value.clone(), "genai_config.json".to_string()))
-    };
-    let given = options
-        .vram_budget
-        .clone()
-        .map(|v| (v, "the caller".to_string()))
-        .or_else(|| {
-            std::env::var(VRAM_BUDGET_ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| (v, VRAM_BUDGET_ENV.to_string()))
-        })
-        .or_else(from_config);
-    match given {
+    let env = std::env::var(VRAM_BUDGET_ENV).ok();
+    match pick_budget(options.vram_budget.as_deref(), env.as_deref(), config) {
         Some((text, source)) => {
-            let budget = genai_backend_native::paging::VramBudget::parse(&text)?;
+            let budget = genai_backend_native::paging::VramBudget::parse(text)?;
             Ok(Some((budget, format!("{text} from {source}"))))
         }
         None => Ok(None),
     }
+}
+
+/// The budget text that wins, with its source (empty values do not count).
+fn pick_budget<'a>(
+    caller: Option<&'a str>,
+    env: Option<&'a str>,
+    config: &'a Config,
+) -> Option<(&'a str, &'static str)> {
+    let given = |v: Option<&'a str>| v.filter(|v| !v.trim().is_empty());
+    let from_config = config
+        .model
+        .decoder
+        .session_options
+        .provider_options
+        .iter()
+        .filter(|p| p.name == "cuda")
+        .flat_map(|p| p.options.iter())
+        .find(|(key, _)| key == genai_config::VRAM_BUDGET_OPTION)
+        .map(|(_, value)| value.as_str());
+    given(caller)
+        .map(|v| (v, "the caller"))
+        .or_else(|| given(env).map(|v| (v, VRAM_BUDGET_ENV)))
+        .or_else(|| given(from_config).map(|v| (v, "genai_config.json")))
 }
 
 /// Everything that can stop a model from opening.
@@ -376,4 +377,72 @@ pub fn open_ort(
         threads,
     };
     Ok(Box::new(OrtDecoder::load(config, &options)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_with_budget(value: Option<&str>) -> Config {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../models/fixtures/qwen2-fp32-cpu");
+        let mut config = Config::load(&dir).expect("fixture config");
+        if let Some(v) = value {
+            config.model.decoder.session_options.provider_options = vec![genai_config::Provider {
+                name: "cuda".into(),
+                options: vec![
+                    ("enable_cuda_graph".into(), "1".into()),
+                    (genai_config::VRAM_BUDGET_OPTION.into(), v.into()),
+                ],
+                device_filtering: None,
+            }];
+        }
+        config
+    }
+
+    #[test]
+    fn the_caller_beats_the_environment_which_beats_the_config() {
+        let config = config_with_budget(Some("8GB"));
+        assert_eq!(
+            pick_budget(Some("50%"), Some("4GB"), &config),
+            Some(("50%", "the caller"))
+        );
+        assert_eq!(
+            pick_budget(None, Some("4GB"), &config),
+            Some(("4GB", VRAM_BUDGET_ENV))
+        );
+        assert_eq!(
+            pick_budget(None, Some("  "), &config),
+            Some(("8GB", "genai_config.json"))
+        );
+        assert_eq!(pick_budget(None, None, &config_with_budget(None)), None);
+    }
+
+    #[test]
+    fn a_malformed_budget_is_an_error_naming_it() {
+        let config = config_with_budget(Some("lots"));
+        let options = OpenOptions::default();
+        // The environment may hold a budget on a developer's machine: give the caller's value.
+        let err = vram_budget(
+            &config,
+            &OpenOptions {
+                vram_budget: Some("lots".into()),
+                ..options
+            },
+        )
+        .expect_err("lots is not a budget");
+        assert!(err.to_string().contains("\"lots\""), "{err}");
+        let ok = vram_budget(
+            &config,
+            &OpenOptions {
+                vram_budget: Some("25%".into()),
+                ..OpenOptions::default()
+            },
+        )
+        .expect("25% parses");
+        assert!(matches!(
+            ok,
+            Some((genai_backend_native::paging::VramBudget::Percent(p), _)) if p == 25.0
+        ));
+    }
 }

@@ -313,3 +313,41 @@ pub unsafe extern "C" fn OgaConfigClearDecoderProviderOptionsHardwareVendorId(
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn the_vram_budget_reaches_the_runtime_through_a_provider_option() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../models/fixtures/qwen2-fp32-cpu"
+        );
+        let c = |s: &str| CString::new(s).expect("no NUL");
+        let (path, cuda) = (c(dir), c("cuda"));
+        let (key, value) = (c(genai_config::VRAM_BUDGET_OPTION), c("40%"));
+        let mut config: *mut OgaConfig = std::ptr::null_mut();
+        // SAFETY: valid strings and out-pointer; every result is checked null (success) and
+        // the config is destroyed once.
+        unsafe {
+            assert!(OgaCreateConfig(path.as_ptr(), &mut config).is_null());
+            assert!(OgaConfigAppendProvider(config, cuda.as_ptr()).is_null());
+            assert!(
+                OgaConfigSetProviderOption(config, cuda.as_ptr(), key.as_ptr(), value.as_ptr())
+                    .is_null()
+            );
+            let snapshot = (*config).snapshot();
+            let options = genai_runtime::OpenOptions::default();
+            let budget = genai_runtime::vram_budget(&snapshot, &options).expect("parses");
+            // (GENAI_BRIDGE_VRAM_BUDGET, when a developer sets it, wins over the config.)
+            if std::env::var_os(genai_runtime::VRAM_BUDGET_ENV).is_none() {
+                let (budget, source) = budget.expect("a budget");
+                assert_eq!(budget, genai_runtime::VramBudget::Percent(40.0));
+                assert!(source.contains("genai_config.json"), "{source}");
+            }
+            OgaDestroyConfig(config);
+        }
+    }
+}

@@ -5,6 +5,8 @@
 
 mod verify;
 
+pub use genai_backend_native::paging::VramBudget;
+
 use genai_backend_native::{CpuDecoder, CpuOptions};
 use genai_backend_ort::{Device, OrtDecoder, OrtOptions, library};
 use genai_config::Config;

@@ -64,19 +64,5 @@ if [[ -n "${PROFILE:-}" && -d "$models/$PROFILE" ]]; then
         --launch-count "${PROFILE_COUNT:-800}" --csv \
         "$bin/genai-bridge" bench "$models/$PROFILE" --backend native --device cuda \
         --prompt-tokens 128 --decode-tokens 32 --runs 1 --json >"$out/ncu.csv" 2>"$out/ncu.err"
-    python3 - "$out/ncu.csv" <<'PY'
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10 and not r[0].startswith("{")]
-head, body = rows[0], rows[1:]
-name, unit, value = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
-grid = head.index("Grid Size")
-total = collections.defaultdict(float); count = collections.Counter()
-for r in body:
-    v = float(r[value].replace(",", "")) * (1e-3 if r[unit] in ("ns", "nsecond") else 1.0)
-    key = f"{r[name]} {r[grid]}"
-    total[key] += v; count[key] += 1
-all_us = sum(total.values())
-for k, v in sorted(total.items(), key=lambda kv: -kv[1]):
-    print(f"{k[:48]:<48} {count[k]:>5} launches {v:>10.1f} us {100 * v / all_us:5.1f}%  {v / count[k]:7.2f} us each")
-PY
+    python3 crates/backend-native/benches/ncu_summary.py "$out/ncu.csv"
 fi

@@ -2,6 +2,7 @@
 //! and with the `cuda` feature the native CUDA decoder.
 
 mod error;
+mod estimate;
 
 pub mod cpu;
 #[cfg(feature = "cuda")]

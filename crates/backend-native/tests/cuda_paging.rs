@@ -6,36 +6,22 @@
 //! `GENAI_FIXTURES` overrides the fixture folder.
 #![cfg(feature = "cuda")]
 
+mod common;
+
+use common::fixtures;
 use genai_backend_native::Error;
 use genai_backend_native::cuda::{self, CudaDecoder, CudaOptions};
 use genai_backend_native::paging::VramBudget;
-use genai_config::Config;
 use genai_engine::{Decoder, StartOptions, StepInput};
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
-use std::path::PathBuf;
 
 /// Decode steps per run.
 const STEPS: usize = 24;
 
-fn fixtures() -> Vec<PathBuf> {
-    let root = std::env::var_os("GENAI_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/fixtures"));
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("genai_config.json").is_file())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
 fn load(dir: &std::path::Path) -> (OnnxModel, DecoderPlan) {
-    let config = Config::load(dir).expect("config");
-    let model = OnnxModel::load(&config.decoder_path()).expect("model");
-    let plan = genai_frontend::lift(&model, &config).expect("the fixture lifts");
-    (model, plan)
+    let l = common::load(dir);
+    (l.model, l.plan)
 }
 
 /// Every logit of a prompt and `STEPS` greedy steps, as bit patterns.

@@ -5,15 +5,15 @@
 //! `GENAI_PARITY_OUT` names a file that gets one JSON line per fixture.
 #![cfg(feature = "cuda")]
 
+mod common;
+
+use common::{fixtures, load};
 use genai_backend_native::cuda::{self, CudaDecoder, CudaOptions};
 use genai_backend_native::{CpuDecoder, CpuOptions};
-use genai_config::Config;
 use genai_engine::{DecodeBackend, Decoder, StartOptions, StepInput};
 use genai_frontend::{DecoderPlan, Weight, WeightDType};
-use genai_onnx::OnnxModel;
 use genai_parity::{ParityOptions, Precision, Tolerance, compare};
 use std::io::Write;
-use std::path::PathBuf;
 
 /// Generated tokens per prompt.
 const TOKENS: usize = 64;
@@ -25,36 +25,6 @@ fn gpu_or_skip(test: &str) -> bool {
             eprintln!("NOT RUN: {test}: no usable CUDA device: {why}");
             false
         }
-    }
-}
-
-fn fixtures() -> Vec<PathBuf> {
-    let root = std::env::var_os("GENAI_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/fixtures"));
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("genai_config.json").is_file())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
-struct Loaded {
-    config: Config,
-    model: OnnxModel,
-    plan: DecoderPlan,
-}
-
-fn load(dir: &std::path::Path) -> Loaded {
-    let config = Config::load(dir).expect("config");
-    let model = OnnxModel::load(&config.decoder_path()).expect("model");
-    let plan = genai_frontend::lift(&model, &config).expect("the fixture lifts");
-    Loaded {
-        config,
-        model,
-        plan,
     }
 }
 

@@ -165,23 +165,8 @@ impl NativeModel {
     /// Bytes the prepared weights take: linear layers as f32 panels or repacked int4, and the
     /// embedding table as f32 (norms and biases are small and left out).
     pub fn estimated_bytes(plan: &DecoderPlan) -> u64 {
-        let linear = |l: &genai_frontend::Linear| -> u64 {
-            let (k, n) = (l.k as u64, l.n as u64);
-            match &l.weight {
-                genai_frontend::Weight::Dense { .. } => k.saturating_mul(n).saturating_mul(4),
-                genai_frontend::Weight::Int4(w) => {
-                    let blocks = k.div_ceil(w.block_size.max(1) as u64).saturating_mul(n);
-                    (k.saturating_mul(n) / 2).saturating_add(blocks.saturating_mul(5))
-                }
-            }
-        };
-        let embedding = (plan.dims.vocab as u64)
-            .saturating_mul(plan.dims.hidden as u64)
-            .saturating_mul(4);
-        plan.linears()
-            .into_iter()
-            .map(linear)
-            .fold(embedding, u64::saturating_add)
+        // f32 panels; int4 blocks keep an f32 scale and a zero point byte.
+        crate::estimate::prepared_bytes(plan, |_| 4, 5)
     }
 
     /// Prepares every weight the plan names, after checking they fit in the memory available.

@@ -342,30 +342,9 @@ fn load_layer(
 /// int4 with f32 scales and unpacked zero points, the embedding table as f32), before reading
 /// them: decides whether the model may need streaming.
 pub(crate) fn estimated_bytes(plan: &DecoderPlan) -> u64 {
-    let linear = |l: &genai_frontend::Linear| -> u64 {
-        let (k, n) = (l.k as u64, l.n as u64);
-        match &l.weight {
-            Weight::Dense { tensor, .. } => {
-                let size = if tensor.dtype == WeightDType::F32 {
-                    4
-                } else {
-                    2
-                };
-                k.saturating_mul(n).saturating_mul(size)
-            }
-            Weight::Int4(w) => {
-                let blocks = k.div_ceil(w.block_size.max(1) as u64).saturating_mul(n);
-                (k.saturating_mul(n) / 2).saturating_add(blocks.saturating_mul(9))
-            }
-        }
-    };
-    let embedding = (plan.dims.vocab as u64)
-        .saturating_mul(plan.dims.hidden as u64)
-        .saturating_mul(4);
-    plan.linears()
-        .into_iter()
-        .map(linear)
-        .fold(embedding, u64::saturating_add)
+    let dense = |dtype| if dtype == WeightDType::F32 { 4 } else { 2 };
+    // An f32 scale, an f32 and a u8 zero point per int4 block.
+    crate::estimate::prepared_bytes(plan, dense, 9)
 }
 
 impl DevModel {

@@ -203,3 +203,52 @@ fn two_decoders_share_one_budget() {
     assert!(b.is_ok(), "two fit in the larger budget: {:?}", b.err());
     drop(a);
 }
+
+#[test]
+fn a_model_larger_than_the_free_memory_streams_by_itself() {
+    if let Err(why) = cuda::probe() {
+        eprintln!(
+            "NOT RUN: a_model_larger_than_the_free_memory_streams_by_itself: no usable CUDA \
+             device: {why}"
+        );
+        return;
+    }
+    let Some(dir) = fixtures()
+        .into_iter()
+        .find(|d| d.ends_with("llama-fp16-cuda"))
+    else {
+        panic!("the llama-fp16-cuda fixture is missing");
+    };
+    let (model, plan) = load(&dir);
+    let prompt = [1, 2, 3, 4, 5];
+    let resident = CudaDecoder::load(&model, &plan, &CudaOptions::default()).expect("resident");
+    let reference = run(&resident, &prompt);
+    drop(resident);
+    let minimum = match CudaDecoder::load(&model, &plan, &with_budget(VramBudget::Bytes(1), true)) {
+        Err(Error::BudgetTooSmall { minimum, .. }) => minimum,
+        other => panic!("expected a refusal, got {:?}", other.err()),
+    };
+    // Free memory just above the minimum (the planner keeps a sixteenth as a margin), and no
+    // budget: the decoder must stream by itself and say so.
+    let options = CudaOptions {
+        device_memory_limit: Some(minimum * 16 / 15 + 4096),
+        planned_length: Some(512),
+        ..CudaOptions::default()
+    };
+    let decoder = CudaDecoder::load(&model, &plan, &options).expect("auto streaming");
+    let reasons = decoder.info().reasons.join("; ");
+    let paging = Decoder::counters(&decoder)
+        .paging
+        .unwrap_or_else(|| panic!("no paging counters; reasons: {reasons}"));
+    assert!(paging.streamed_weight_bytes > 0, "{paging:?}");
+    assert!(
+        reasons.contains("exceed the free device memory"),
+        "{reasons}"
+    );
+    assert_eq!(
+        run(&decoder, &prompt),
+        reference,
+        "logits differ from resident"
+    );
+    println!("auto streaming: {paging:?}; {reasons}");
+}

@@ -44,6 +44,31 @@ pub struct CudaOptions {
     pub vram_budget: Option<VramBudget>,
     /// Positions of KV cache the residency plan keeps room for (default: the model's).
     pub planned_length: Option<usize>,
+    /// Device memory to treat as free at most (default: what the driver reports, capped by
+    /// `GENAI_BRIDGE_DEVICE_MEMORY_LIMIT=BYTES` when set): leaves room for other programs, and
+    /// streaming turns on when the model does not fit in it.
+    pub device_memory_limit: Option<u64>,
+}
+
+/// Environment variable: the most device memory the CUDA decoder treats as free, in bytes.
+pub const DEVICE_MEMORY_LIMIT_ENV: &str = "GENAI_BRIDGE_DEVICE_MEMORY_LIMIT";
+
+/// The device memory limit in effect: the option's, else the environment's (a value that does
+/// not parse as bytes is an error, not ignored).
+fn device_memory_limit(options: &CudaOptions) -> Result<Option<u64>, Error> {
+    if options.device_memory_limit.is_some() {
+        return Ok(options.device_memory_limit);
+    }
+    match std::env::var(DEVICE_MEMORY_LIMIT_ENV) {
+        Ok(text) if !text.trim().is_empty() => match VramBudget::parse(&text) {
+            Ok(VramBudget::Bytes(b)) => Ok(Some(b)),
+            _ => Err(Error::Invalid {
+                what: "GENAI_BRIDGE_DEVICE_MEMORY_LIMIT",
+                why: format!("\"{text}\" is not a number of bytes (e.g. 8000000000 or 8GB)"),
+            }),
+        },
+        _ => Ok(None),
+    }
 }
 
 struct Shared {
@@ -89,7 +114,9 @@ impl CudaDecoder {
         let device = Device::open(options.device)?;
         let kernels = Kernels::load(&device)?;
         let stream = device.ctx.default_stream();
-        let free = device.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
+        let limit = device_memory_limit(options)?;
+        let driver_free = device.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
+        let free = limit.map_or(driver_free, |l| l.min(driver_free));
         // Streaming may be needed: read the weights first, then plan where they go.
         let may_stream = options.vram_budget.is_some() || estimated_bytes(plan) > free;
         let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
@@ -105,6 +132,7 @@ impl CudaDecoder {
                 &mut dev_model,
                 options.vram_budget,
                 planned_length,
+                limit,
             )?
         } else {
             Residency::resident()

@@ -21,7 +21,7 @@ const LINK_PROBE_BYTES: usize = 64 << 20;
 /// Fixed time per streamed weight's kernels, seconds (launch and tail), for the simulation.
 const PER_WEIGHT_S: f64 = 5e-6;
 /// Device memory left unplanned when the budget is the free memory (driver, NVRTC modules,
-/// fragmentation).
+/// fragmentation): this much, or a sixteenth of the free memory when that is less.
 const FREE_MEMORY_MARGIN: u64 = 512 << 20;
 
 /// The plan in effect, for counters and reports.
@@ -80,8 +80,8 @@ fn gb(bytes: u64) -> String {
 }
 
 /// Plans and places the weights of `model` (read with nothing but the lm_head and norms
-/// uploaded) within `budget`, or within the free device memory when `budget` is `None`.
-/// `planned_length` positions of KV cache are reserved in the plan.
+/// uploaded) within `budget`, or within the free device memory (at most `limit`) when `budget`
+/// is `None`. `planned_length` positions of KV cache are reserved in the plan.
 pub(crate) fn place(
     device: &Device,
     ordinal: usize,
@@ -89,6 +89,7 @@ pub(crate) fn place(
     model: &mut DevModel,
     budget: Option<VramBudget>,
     planned_length: usize,
+    limit: Option<u64>,
 ) -> Result<Residency, Error> {
     let state_bytes = Buffers::bytes(model, planned_length) as u64;
     let (weights, items) = model.step_weights();
@@ -120,7 +121,15 @@ pub(crate) fn place(
                 what: "memory info",
                 message: format!("{e:?}"),
             })?;
-            let free = free as u64;
+            let free = limit.map_or(free as u64, |l| l.min(free as u64));
+            // The lm_head and norms are on the device already: they are part of the plan.
+            let uploaded: u64 = input
+                .weights
+                .iter()
+                .filter(|w| matches!(w.kind, WeightKind::LmHead | WeightKind::Norm))
+                .map(|w| w.bytes)
+                .sum();
+            let free = free + if limit.is_some() { 0 } else { uploaded };
             let everything: u64 = input.weights.iter().map(|w| w.bytes).sum::<u64>() + state_bytes;
             let why = format!(
                 "weights, KV cache and workspace ({}) exceed the free device memory ({}): \
@@ -128,7 +137,8 @@ pub(crate) fn place(
                 gb(everything),
                 gb(free)
             );
-            (None, free.saturating_sub(FREE_MEMORY_MARGIN), why)
+            let margin = FREE_MEMORY_MARGIN.min(free / 16);
+            (None, free.saturating_sub(margin), why)
         }
     };
     let (h2d, d2d) = measure_link(stream, LINK_PROBE_BYTES)?;
@@ -161,6 +171,10 @@ pub(crate) fn place(
         .as_ref()
         .map(|s| s.reserve(plan.device_bytes() - plan.fixed_bytes))
         .transpose()?;
+    if shared.is_none() && plan.streamed_bytes_per_step == 0 && plan.mapped_bytes == 0 {
+        // No budget and, after all, everything fits: a plain resident decoder.
+        return Ok(Residency::resident());
+    }
     let summary = Summary {
         budget_bytes,
         resident_weight_bytes: plan.resident_bytes,

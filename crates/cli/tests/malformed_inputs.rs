@@ -329,3 +329,26 @@ fn a_vram_budget_off_the_native_cuda_decoder_is_reported_as_ignored() {
         "{reasons}"
     );
 }
+
+#[test]
+fn a_budget_sweep_off_the_native_cuda_decoder_is_refused() {
+    let (_temp, dir) = copy_fixture("qwen2-fp32-cpu");
+    let dir = dir.to_str().expect("utf-8");
+    fails_with(
+        &[
+            "bench",
+            dir,
+            "--device",
+            "cpu",
+            "--budget-sweep",
+            "50",
+            "--runs",
+            "1",
+            "--decode-tokens",
+            "2",
+            "--prompt-tokens",
+            "2",
+        ],
+        &["--budget-sweep", "native CUDA decoder", "cpu"],
+    );
+}

@@ -135,6 +135,17 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
     }
     run_args.planned_length = Some(total);
     let loaded = load::load(&run_args)?;
+    if budget_percent.is_some() {
+        let info = loaded.decoder.info();
+        anyhow::ensure!(
+            info.backend == "native" && info.device == "cuda",
+            "--budget-sweep measures weight paging, which the native CUDA decoder does; this \
+             model routes to {} on {} ({})",
+            info.backend,
+            info.device,
+            info.reasons.join("; ")
+        );
+    }
     let vocab = loaded
         .config
         .model

@@ -25,6 +25,20 @@ pub enum Command {
     Route(RouteArgs),
     /// Compare two backends on a model: teacher-forced logits and free-running greedy tokens.
     Parity(ParityArgs),
+    /// Draw the budget-sweep SVG from recorded `bench --budget-sweep --json` lines.
+    Plot(PlotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// A file of `bench --json` lines.
+    pub lines: PathBuf,
+    /// The SVG to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Which model's sweep, when the file holds several.
+    #[arg(long)]
+    pub model: Option<String>,
 }
 
 /// Which decoder runs the model.

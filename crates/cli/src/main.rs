@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => commands::inspect::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Route(args) => commands::route::run(&args),
+        Command::Plot(args) => commands::plot::run(&args),
         Command::Parity(args) => return finish(commands::parity::run(&args)),
     };
     finish(result.map(|()| ExitCode::SUCCESS))

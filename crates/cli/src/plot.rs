@@ -1,5 +1,6 @@
 //! `bench --plot FILE`: an SVG of decode tokens/s against the VRAM budget, with the PCIe limit
-//! (measured link bandwidth ÷ bytes streamed per token) as a second line.
+//! (measured link bandwidth ÷ bytes streamed per token) as a second line. The y axis turns
+//! logarithmic when the values span more than a factor of 20 (resident speed beside streaming).
 
 use std::fmt::Write;
 
@@ -39,19 +40,65 @@ fn escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// How values map to the plot's height: linear from 0, or logarithmic over whole decades.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scale {
+    Linear { max: f64 },
+    Log { low: f64, high: f64 },
+}
+
+impl Scale {
+    fn for_values(values: &[f64]) -> Scale {
+        let positive: Vec<f64> = values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect();
+        let max = positive.iter().copied().fold(0.0, f64::max);
+        let min = positive.iter().copied().fold(f64::INFINITY, f64::min);
+        if max > 0.0 && max / min > 20.0 {
+            Scale::Log {
+                low: min.log10().floor(),
+                high: max.log10().ceil(),
+            }
+        } else {
+            Scale::Linear {
+                max: nice_ceiling(max),
+            }
+        }
+    }
+
+    /// Share of the height, 0 at the bottom.
+    fn share(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear { max } => (v / max).clamp(0.0, 1.0),
+            Scale::Log { low, high } => {
+                ((v.max(1e-300).log10() - low) / (high - low).max(1.0)).clamp(0.0, 1.0)
+            }
+        }
+    }
+
+    /// The tick values.
+    fn ticks(self) -> Vec<f64> {
+        match self {
+            Scale::Linear { max } => (0..=4).map(|i| max * f64::from(i) / 4.0).collect(),
+            Scale::Log { low, high } => (low as i32..=high as i32).map(|e| 10f64.powi(e)).collect(),
+        }
+    }
+}
+
 /// The SVG document for `points` (any order), titled `title`.
 pub fn svg(title: &str, points: &[Point]) -> String {
     let mut pts = points.to_vec();
     pts.sort_by(|a, b| a.budget_percent.total_cmp(&b.budget_percent));
-    let y_max = nice_ceiling(
-        pts.iter()
-            .flat_map(|p| [Some(p.tokens_per_s), p.pcie_limit_tok_s])
-            .flatten()
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max),
-    );
+    let values: Vec<f64> = pts
+        .iter()
+        .flat_map(|p| [Some(p.tokens_per_s), p.pcie_limit_tok_s])
+        .flatten()
+        .collect();
+    let scale = Scale::for_values(&values);
     let x = |percent: f64| LEFT + (W - LEFT - RIGHT) * percent / 100.0;
-    let y = |v: f64| H - BOTTOM - (H - TOP - BOTTOM) * (v / y_max).min(1.0);
+    let y = |v: f64| H - BOTTOM - (H - TOP - BOTTOM) * scale.share(v);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -71,8 +118,7 @@ pub fn svg(title: &str, points: &[Point]) -> String {
         r#"<path d="M{x0},{TOP} V{y0} H{}" stroke="black" fill="none"/>"#,
         W - RIGHT
     );
-    for i in 0..=4 {
-        let v = y_max * f64::from(i) / 4.0;
+    for v in scale.ticks() {
         let yy = y(v);
         let _ = writeln!(
             s,
@@ -98,9 +144,14 @@ pub fn svg(title: &str, points: &[Point]) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">decode tokens/s</text>"#,
+        r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">decode tokens/s{}</text>"#,
         (TOP + y0) / 2.0,
-        (TOP + y0) / 2.0
+        (TOP + y0) / 2.0,
+        if matches!(scale, Scale::Log { .. }) {
+            " (log scale)"
+        } else {
+            ""
+        }
     );
     // The two series.
     let line = |values: Vec<(f64, f64)>, color: &str, dash: &str| -> String {
@@ -193,8 +244,30 @@ mod tests {
         assert!(svg.contains("llama &lt;8B&gt; fp16"));
         // Three measured points, two limit points.
         assert_eq!(svg.matches("<circle").count(), 5);
-        // The axis top is 200 (nice ceiling of 190).
-        assert!(svg.contains(">200.0</text>"), "{svg}");
+        // 3.5 to 190 spans more than 20x: decades 1, 10, 100, 1000 on a log axis.
+        assert!(svg.contains("(log scale)"), "{svg}");
+        assert!(
+            svg.contains(">1000.0</text>") && svg.contains(">1.0</text>"),
+            "{svg}"
+        );
+        // Close values keep a linear axis up to a nice ceiling.
+        let close = [
+            Point {
+                budget_percent: 50.0,
+                tokens_per_s: 6.8,
+                pcie_limit_tok_s: Some(7.1),
+            },
+            Point {
+                budget_percent: 25.0,
+                tokens_per_s: 4.6,
+                pcie_limit_tok_s: Some(4.8),
+            },
+        ];
+        let linear = super::svg("t", &close);
+        assert!(
+            !linear.contains("log scale") && linear.contains(">10.0</text>"),
+            "{linear}"
+        );
         assert_eq!(nice_ceiling(190.0), 200.0);
         assert_eq!(nice_ceiling(3.9), 5.0);
         assert_eq!(nice_ceiling(0.0), 1.0);

@@ -5,4 +5,5 @@ pub mod chat;
 pub mod generate;
 pub mod inspect;
 pub mod parity;
+pub mod plot;
 pub mod route;

@@ -8,18 +8,13 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use genai_tokenizer::{SpecialTokens, Tokenizer};
+use genai_tokenizer::Tokenizer;
 use libfuzzer_sys::fuzz_target;
 
 static TOKENIZER: LazyLock<Tokenizer> = LazyLock::new(|| {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/fixtures/qwen2-fp32-cpu");
     let config = genai_config::Config::load(&dir).expect("fixture config loads");
-    let special = SpecialTokens {
-        bos: config.model.bos_token_id,
-        eos: config.model.eos_token_ids.clone(),
-        pad: config.model.pad_token_id,
-    };
-    Tokenizer::from_dir(&dir, special).expect("fixture tokenizer loads")
+    genai_runtime::load_tokenizer(&config).expect("fixture tokenizer loads")
 });
 
 /// Output the crate allows for the largest input this target makes (1 MiB + 4 bytes per input

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use genai_tokenizer::{SpecialTokens, Tokenizer};
+use genai_tokenizer::Tokenizer;
 use libfuzzer_sys::fuzz_target;
 
 /// Fixtures with distinct tokenizers (byte-level BPE, SentencePiece-style, with added tokens).
@@ -29,12 +29,7 @@ static TOKENIZERS: LazyLock<Vec<Tokenizer>> = LazyLock::new(|| {
         .map(|name| {
             let dir = fixtures_dir().join(name);
             let config = genai_config::Config::load(&dir).expect("fixture config loads");
-            let special = SpecialTokens {
-                bos: config.model.bos_token_id,
-                eos: config.model.eos_token_ids.clone(),
-                pad: config.model.pad_token_id,
-            };
-            Tokenizer::from_dir(&dir, special).expect("fixture tokenizer loads")
+            genai_runtime::load_tokenizer(&config).expect("fixture tokenizer loads")
         })
         .collect()
 });

@@ -78,7 +78,8 @@ struct Shared {
     residency: Residency,
     counters: Counters,
     graph: bool,
-    /// Highest device memory in use seen (total minus free).
+    /// Highest device memory in use seen (total minus free), sampled where this decoder
+    /// allocates: after load, at each generation's start and after each graph capture.
     peak_device_bytes: AtomicU64,
 }
 
@@ -352,8 +353,7 @@ impl CudaState {
     }
 
     fn run(&mut self, tokens: &[i32]) -> Result<Vec<f32>, Error> {
-        let shared = Arc::clone(&self.shared);
-        let s = &shared;
+        let s = &self.shared;
         // Generations on this decoder share the streaming slots: one pass sequence at a time.
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
         let mut past = self.len;
@@ -367,6 +367,8 @@ impl CudaState {
                     Ok(graph) => {
                         s.counters.captured();
                         self.graph = Some(graph);
+                        // Instantiating the graph takes device memory; steps take none.
+                        s.sample_memory();
                     }
                     Err(e) => {
                         s.counters
@@ -400,7 +402,6 @@ impl CudaState {
         {
             pager.account_pass();
         }
-        s.sample_memory();
         Ok(logits)
     }
 }

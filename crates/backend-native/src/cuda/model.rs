@@ -147,8 +147,7 @@ impl DevTable {
             self.home = if device {
                 TableHome::Device(DevBuf::from_host(stream, values)?)
             } else {
-                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-                TableHome::Mapped(PinnedBuf::from_bytes(ctx, &bytes, true)?)
+                TableHome::Mapped(PinnedBuf::from_slice(ctx, values, true)?)
             };
         }
         Ok(())

@@ -109,7 +109,7 @@ impl Pager {
         }
         let index = self.host.len();
         self.host
-            .push(PinnedBuf::from_bytes(&self.ctx, image, false)?);
+            .push(PinnedBuf::from_slice(&self.ctx, image, false)?);
         self.timing.push(Timing {
             copy_start: event(&self.ctx, true)?,
             copy_end: event(&self.ctx, true)?,
@@ -301,7 +301,7 @@ impl<'a> PagerPass<'a> {
 /// `bytes`-sized copies on `stream`: the costs the slot count is chosen from.
 pub(crate) fn measure_link(stream: &Arc<CudaStream>, bytes: usize) -> Result<(f64, f64), Error> {
     let ctx = stream.context();
-    let host = PinnedBuf::from_bytes(ctx, &vec![1u8; bytes], false)?;
+    let host = PinnedBuf::from_slice(ctx, &vec![1u8; bytes], false)?;
     let dev = DevBuf::<u8>::zeros(stream, 2 * bytes)?;
     let (start, end) = (event(ctx, true)?, event(ctx, true)?);
     let time = |f: &dyn Fn() -> sys::CUresult| -> Result<f64, Error> {

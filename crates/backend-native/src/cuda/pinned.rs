@@ -5,7 +5,7 @@
 
 use crate::cuda::kernels::DevPtr;
 use crate::error::Error;
-use cudarc::driver::{CudaContext, sys};
+use cudarc::driver::{CudaContext, DeviceRepr, sys};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -39,8 +39,13 @@ fn check(what: &'static str, r: sys::CUresult) -> Result<(), Error> {
 impl PinnedBuf {
     /// A copy of `data` in page-locked memory; `mapped` also maps it into the device's
     /// address space.
-    pub fn from_bytes(ctx: &Arc<CudaContext>, data: &[u8], mapped: bool) -> Result<Self, Error> {
-        let len = data.len().max(1);
+    pub fn from_slice<T: DeviceRepr>(
+        ctx: &Arc<CudaContext>,
+        data: &[T],
+        mapped: bool,
+    ) -> Result<Self, Error> {
+        let bytes = std::mem::size_of_val(data);
+        let len = bytes.max(1);
         ctx.bind_to_thread().map_err(|e| Error::Cuda {
             what: "pinned allocation",
             message: format!("{e:?}"),
@@ -68,9 +73,12 @@ impl PinnedBuf {
             len,
             device: None,
         };
-        // SAFETY: `ptr` points to `len >= data.len()` writable bytes owned by `buf`, and the
-        // regions cannot overlap (the allocation is fresh).
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.cast::<u8>(), data.len()) };
+        // SAFETY: `ptr` points to `len >= bytes` writable bytes owned by `buf`; `data` spans
+        // `bytes` readable bytes of plain device values (DeviceRepr types have no padding);
+        // the regions cannot overlap (the allocation is fresh).
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr().cast::<u8>(), ptr.cast::<u8>(), bytes)
+        };
         if mapped {
             let mut dptr: sys::CUdeviceptr = 0;
             // SAFETY: `ptr` was allocated with DEVICEMAP in this (bound) context.

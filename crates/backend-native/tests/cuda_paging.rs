@@ -82,11 +82,7 @@ fn streamed_logits_equal_resident_logits_at_every_budget() {
     }
     let mut failures = Vec::new();
     for dir in fixtures() {
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
+        let name = common::name(&dir);
         let (model, plan) = load(&dir);
         let vocab = plan.dims.vocab.max(2) as i32;
         let long = (300).min(plan.dims.max_positions.saturating_sub(STEPS + 1));

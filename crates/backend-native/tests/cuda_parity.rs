@@ -79,11 +79,7 @@ fn cuda_matches_cpu_on_every_fixture() {
     });
     let mut failures = Vec::new();
     for dir in fixtures() {
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
+        let name = common::name(&dir);
         let l = load(&dir);
         let cpu = CpuDecoder::load(&l.model, &l.plan, &CpuOptions::default()).expect("cpu");
         let gpu = CudaDecoder::load(&l.model, &l.plan, &CudaOptions::default()).expect("cuda");

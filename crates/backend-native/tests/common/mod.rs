@@ -20,6 +20,14 @@ pub fn fixtures() -> Vec<PathBuf> {
     dirs
 }
 
+/// A fixture's folder name, for messages.
+pub fn name(dir: &Path) -> String {
+    dir.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// A fixture's config, model and plan.
 pub struct Loaded {
     pub config: Config,

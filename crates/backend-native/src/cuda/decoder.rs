@@ -133,7 +133,7 @@ impl CudaDecoder {
                 &mut dev_model,
                 options.vram_budget,
                 planned_length,
-                limit,
+                free,
             )?
         } else {
             Residency::resident()
@@ -290,8 +290,8 @@ impl CudaDecoder {
             summary.streamed_weight_bytes as f64
         };
         let read = self.shared.model.weight_bytes_per_token() as f64;
-        let timed = steps.saturating_sub(stats.untimed_passes);
-        let timed_ok = timed > 0 && stats.untimed_passes == 0;
+        // Timing figures only when every measured step could be timed.
+        let timed = steps > 0 && stats.untimed_passes == 0;
         Some(PagingCounters {
             budget_bytes: summary.budget_bytes,
             resident_weight_bytes: summary.resident_weight_bytes,
@@ -306,8 +306,8 @@ impl CudaDecoder {
             } else {
                 1.0
             },
-            copy_stall_ms_per_token: timed_ok.then(|| stats.stall_ms / timed as f64),
-            h2d_gbs: (timed_ok && stats.copy_ms > 0.0)
+            copy_stall_ms_per_token: timed.then(|| stats.stall_ms / steps as f64),
+            h2d_gbs: (timed && stats.copy_ms > 0.0)
                 .then(|| stats.streamed_bytes as f64 / (stats.copy_ms / 1e3) / 1e9),
             h2d_peak_gbs: summary.h2d_bytes_per_s / 1e9,
         })
@@ -330,26 +330,19 @@ impl CudaState {
     /// Enqueues one forward pass over `m` tokens, with the pager's copies when weights stream.
     fn pass(&self, m: usize, capturing: bool) -> Result<(), Error> {
         let s = &self.shared;
-        match &s.residency.pager {
-            Some(pager) => {
-                let pass = PagerPass::begin(pager, &self.stream, capturing)?;
-                let ops = Ops {
-                    k: &s.kernels,
-                    stream: &self.stream,
-                    pager: Some(&pass),
-                };
-                enqueue(&ops, &s.model, &self.buffers, m)?;
-                pass.end()
-            }
-            None => {
-                let ops = Ops {
-                    k: &s.kernels,
-                    stream: &self.stream,
-                    pager: None,
-                };
-                enqueue(&ops, &s.model, &self.buffers, m)
-            }
-        }
+        let pass = s
+            .residency
+            .pager
+            .as_ref()
+            .map(|pager| PagerPass::begin(pager, &self.stream, capturing))
+            .transpose()?;
+        let ops = Ops {
+            k: &s.kernels,
+            stream: &self.stream,
+            pager: pass.as_ref(),
+        };
+        enqueue(&ops, &s.model, &self.buffers, m)?;
+        pass.map_or(Ok(()), PagerPass::end)
     }
 
     fn run(&mut self, tokens: &[i32]) -> Result<Vec<f32>, Error> {

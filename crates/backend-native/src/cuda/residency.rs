@@ -14,7 +14,7 @@ use crate::paging::{
 use cudarc::driver::CudaStream;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Largest number of slots considered (the prefetch depth is chosen among 2..=this).
+/// Largest number of slots considered (the prefetch depth is chosen among 1..=this).
 const MAX_SLOTS: usize = 4;
 /// Bytes per measuring copy (the link reaches its full speed from 64 MiB chunks).
 const LINK_PROBE_BYTES: usize = 64 << 20;
@@ -80,8 +80,9 @@ fn gb(bytes: u64) -> String {
 }
 
 /// Plans and places the weights of `model` (read with nothing but the lm_head and norms
-/// uploaded) within `budget`, or within the free device memory (at most `limit`) when `budget`
-/// is `None`. `planned_length` positions of KV cache are reserved in the plan.
+/// uploaded) within `budget`, or, when `budget` is `None`, within `free`: the device memory
+/// that was free before the model was read (capped by the caller's limit).
+/// `planned_length` positions of KV cache are reserved in the plan.
 pub(crate) fn place(
     device: &Device,
     ordinal: usize,
@@ -89,7 +90,7 @@ pub(crate) fn place(
     model: &mut DevModel,
     budget: Option<VramBudget>,
     planned_length: usize,
-    limit: Option<u64>,
+    free: u64,
 ) -> Result<Residency, Error> {
     let state_bytes = Buffers::bytes(model, planned_length) as u64;
     let (weights, items) = model.step_weights();
@@ -117,19 +118,6 @@ pub(crate) fn place(
             (Some(shared), available, why)
         }
         None => {
-            let (free, _) = stream.context().mem_get_info().map_err(|e| Error::Cuda {
-                what: "memory info",
-                message: format!("{e:?}"),
-            })?;
-            let free = limit.map_or(free as u64, |l| l.min(free as u64));
-            // The lm_head and norms are on the device already: they are part of the plan.
-            let uploaded: u64 = input
-                .weights
-                .iter()
-                .filter(|w| matches!(w.kind, WeightKind::LmHead | WeightKind::Norm))
-                .map(|w| w.bytes)
-                .sum();
-            let free = free + if limit.is_some() { 0 } else { uploaded };
             let everything: u64 = input.weights.iter().map(|w| w.bytes).sum::<u64>() + state_bytes;
             let why = format!(
                 "weights, KV cache and workspace ({}) exceed the free device memory ({}): \

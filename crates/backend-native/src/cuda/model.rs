@@ -8,7 +8,7 @@ use crate::cuda::pinned::PinnedBuf;
 use crate::cuda::weights::DevLinear;
 use crate::error::Error;
 use crate::paging::{WeightKind, WeightUse};
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::CudaStream;
 use genai_frontend::{Activation, DecoderPlan, Mlp, Norm, NormKind, Qkv, Weight, WeightDType};
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
@@ -82,6 +82,13 @@ impl DevLayer {
     }
 
     /// The layer's linear layers in the order a forward pass runs them.
+    pub fn linears(&self) -> impl Iterator<Item = &DevLinear> {
+        let qkv = self.qkv.parts.iter().map(|(p, _)| p);
+        let mlp = self.mlp.parts.iter().map(|(p, _)| p);
+        qkv.chain([&self.output]).chain(mlp).chain([&self.mlp.down])
+    }
+
+    /// [`DevLayer::linears`], to place them.
     pub fn linears_mut(&mut self) -> Vec<&mut DevLinear> {
         let mut out: Vec<&mut DevLinear> = self.qkv.parts.iter_mut().map(|(p, _)| p).collect();
         out.push(&mut self.output);
@@ -137,17 +144,12 @@ impl DevTable {
     }
 
     /// Moves a pending table to device memory, or to mapped host memory.
-    pub fn place(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        ctx: &Arc<CudaContext>,
-        device: bool,
-    ) -> Result<(), Error> {
+    pub fn place(&mut self, stream: &Arc<CudaStream>, device: bool) -> Result<(), Error> {
         if let TableHome::Pending(values) = &self.home {
             self.home = if device {
                 TableHome::Device(DevBuf::from_host(stream, values)?)
             } else {
-                TableHome::Mapped(PinnedBuf::from_slice(ctx, values, true)?)
+                TableHome::Mapped(PinnedBuf::from_slice(stream.context(), values, true)?)
             };
         }
         Ok(())
@@ -404,7 +406,7 @@ impl DevModel {
             home: TableHome::Pending(embedding),
         };
         if upload {
-            embedding.place(stream, stream.context(), true)?;
+            embedding.place(stream, true)?;
         }
         Ok(DevModel {
             act: act_of(plan),
@@ -431,7 +433,7 @@ impl DevModel {
 
     /// The weights a decode step reads, in step order, for the residency planner; with what
     /// each entry is.
-    pub fn step_weights(&mut self) -> (Vec<WeightUse>, Vec<StepItem>) {
+    pub fn step_weights(&self) -> (Vec<WeightUse>, Vec<StepItem>) {
         let mut uses = Vec::new();
         let mut items = Vec::new();
         let mut push = |name: String, bytes: usize, kind: WeightKind, item: StepItem| {
@@ -455,7 +457,7 @@ impl DevModel {
                 .map_or(0, |r| r.cos.bytes() + r.sin.bytes());
         push("tables".into(), fixed, WeightKind::Norm, StepItem::Fixed);
         let mut index = 0;
-        for (l, layer) in self.layers.iter_mut().enumerate() {
+        for (l, layer) in self.layers.iter().enumerate() {
             let norms: usize = layer.norms().map(DevNorm::bytes).sum();
             push(
                 format!("{l}.norms"),
@@ -463,7 +465,7 @@ impl DevModel {
                 WeightKind::Norm,
                 StepItem::Fixed,
             );
-            for (i, linear) in layer.linears_mut().into_iter().enumerate() {
+            for (i, linear) in layer.linears().enumerate() {
                 let bytes = linear.weight_bytes();
                 push(
                     format!("{l}.linear{i}"),
@@ -491,22 +493,12 @@ impl DevModel {
 
     /// Bytes of weights read per decoded token (every linear layer; not the embedding table).
     pub fn weight_bytes_per_token(&self) -> usize {
-        let mut total = self.lm_head.weight_bytes();
-        for l in &self.layers {
-            total += l.output.weight_bytes() + l.mlp.down.weight_bytes();
-            total += l
-                .qkv
-                .parts
-                .iter()
-                .map(|(p, _)| p.weight_bytes())
-                .sum::<usize>();
-            total += l
-                .mlp
-                .parts
-                .iter()
-                .map(|(p, _)| p.weight_bytes())
-                .sum::<usize>();
-        }
-        total
+        let layers: usize = self
+            .layers
+            .iter()
+            .flat_map(DevLayer::linears)
+            .map(DevLinear::weight_bytes)
+            .sum();
+        layers + self.lm_head.weight_bytes()
     }
 }

@@ -148,9 +148,7 @@ pub(crate) fn place(
         }
     }
     let table_on_device = plan.placement.first() == Some(&Placement::Device);
-    model
-        .embedding
-        .place(stream, stream.context(), table_on_device)?;
+    model.embedding.place(stream, table_on_device)?;
     stream.synchronize().map_err(|e| Error::Cuda {
         what: "weight placement",
         message: format!("{e:?}"),

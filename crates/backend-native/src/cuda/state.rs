@@ -64,12 +64,9 @@ impl Sizes {
         let layers = &model.layers;
         let max = |f: &dyn Fn(&DevLayer) -> usize| layers.iter().map(f).max().unwrap_or(0);
         let mut quant = model.lm_head.quant_scratch();
-        for l in layers {
-            let linears = l.qkv.parts.iter().chain(l.mlp.parts.iter()).map(|(p, _)| p);
-            for p in linears.chain([&l.output, &l.mlp.down]) {
-                let (q, s) = p.quant_scratch();
-                quant = (quant.0.max(q), quant.1.max(s));
-            }
+        for p in layers.iter().flat_map(DevLayer::linears) {
+            let (q, s) = p.quant_scratch();
+            quant = (quant.0.max(q), quant.1.max(s));
         }
         let splits = capacity.div_ceil(ATTN_CHUNK).max(1);
         Sizes {

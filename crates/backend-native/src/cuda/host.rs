@@ -237,15 +237,16 @@ pub(crate) struct Image {
 pub(crate) const IMAGE_ALIGN: usize = 256;
 
 /// Appends `data` at the next aligned offset and returns that offset.
-fn append(image: &mut Vec<u8>, data: &[u8]) -> usize {
+fn append(image: &mut Vec<u8>, data: impl IntoIterator<Item = u8>) -> usize {
     let offset = image.len().next_multiple_of(IMAGE_ALIGN);
     image.resize(offset, 0);
-    image.extend_from_slice(data);
+    image.extend(data);
     offset
 }
 
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+/// Little-endian bytes of f32 values, as an iterator (no intermediate copy).
+fn f32_bytes(values: &[f32]) -> impl Iterator<Item = u8> + '_ {
+    values.iter().flat_map(|v| v.to_le_bytes())
 }
 
 impl HostLinear {
@@ -263,15 +264,15 @@ impl HostLinear {
             } => {
                 let mut bytes = packed;
                 let mut parts = Parts {
-                    scales: Some(append(&mut bytes, &f32_bytes(&scales))),
+                    scales: Some(append(&mut bytes, f32_bytes(&scales))),
                     ..Parts::default()
                 };
-                parts.zp_f32 = zp_f32.map(|z| append(&mut bytes, &f32_bytes(&z)));
-                parts.zp_u8 = zp_u8.map(|z| append(&mut bytes, &z));
+                parts.zp_f32 = zp_f32.map(|z| append(&mut bytes, f32_bytes(&z)));
+                parts.zp_u8 = zp_u8.map(|z| append(&mut bytes, z));
                 (bytes, Form::Int4 { block, int8 }, parts)
             }
         };
-        parts.bias = self.bias.map(|b| append(&mut bytes, &f32_bytes(&b)));
+        parts.bias = self.bias.map(|b| append(&mut bytes, f32_bytes(&b)));
         Image {
             bytes,
             form,

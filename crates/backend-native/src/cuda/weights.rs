@@ -13,7 +13,7 @@ use genai_onnx::OnnxModel;
 use std::sync::Arc;
 
 /// Where a layer's image is.
-pub(crate) enum Home {
+enum Home {
     /// Built on the host, not placed yet.
     Pending(Vec<u8>),
     /// In device memory.
@@ -30,7 +30,7 @@ pub(crate) struct DevLinear {
     pub n: usize,
     /// Bytes of the image (what one call reads).
     bytes: usize,
-    pub home: Home,
+    home: Home,
 }
 
 /// Scratch for int8 activations: `qa` `[rows, kp]` and `sa` `[rows, blocks]`.

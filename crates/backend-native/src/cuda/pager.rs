@@ -8,7 +8,7 @@ use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pinned::PinnedBuf;
 use crate::error::Error;
-use crate::paging::{PagerOp, PassSchedule};
+use crate::paging::{PagerOp, PassSchedule, slot_of};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -116,7 +116,7 @@ impl Pager {
             wait_start: event(&self.ctx, true)?,
             wait_end: event(&self.ctx, true)?,
         });
-        Ok((index, self.slots[index % self.slots.len()].ptr))
+        Ok((index, self.slots[slot_of(index, self.slots.len())].ptr))
     }
 
     /// Streamed weights.

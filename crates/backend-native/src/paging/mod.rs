@@ -10,6 +10,6 @@ mod plan;
 mod schedule;
 
 pub use budget::{Reservation, SharedBudget, VramBudget};
-pub use pass::{PagerOp, PassSchedule};
+pub use pass::{PagerOp, PassSchedule, slot_of};
 pub use plan::{Placement, PlanInput, ResidencyPlan, WeightKind, WeightUse, minimum_budget, plan};
 pub use schedule::{Costs, StepReport, choose_plan, simulate};

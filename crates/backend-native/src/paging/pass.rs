@@ -27,6 +27,12 @@ pub enum PagerOp {
     Join,
 }
 
+/// The slot streamed weight `weight` always uses in a pool of `slots`: the one rule that both
+/// the scheduler's ops and the addresses the kernels read follow.
+pub fn slot_of(weight: usize, slots: usize) -> usize {
+    weight % slots.max(1)
+}
+
 /// The scheduler state of one pass.
 #[derive(Debug, Clone)]
 pub struct PassSchedule {
@@ -58,7 +64,7 @@ impl PassSchedule {
 
     /// The slot weight `j` uses.
     pub fn slot_of(&self, j: usize) -> usize {
-        j % self.slots.max(1)
+        slot_of(j, self.slots)
     }
 
     fn copy(&mut self, ops: &mut Vec<PagerOp>) {

@@ -71,6 +71,10 @@ struct BenchResult {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
+    anyhow::ensure!(
+        args.prompt_tokens > 0 && args.decode_tokens > 0,
+        "--prompt-tokens and --decode-tokens must be positive"
+    );
     if args.budget_sweep.is_empty() {
         let result = measure(args, None)?;
         return print(args, &result);
@@ -152,10 +156,6 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         .vocab_size
         .min(loaded.decoder.vocab_size())
         .max(1);
-    anyhow::ensure!(
-        args.prompt_tokens > 0 && args.decode_tokens > 0,
-        "--prompt-tokens and --decode-tokens must be positive"
-    );
     anyhow::ensure!(
         total <= loaded.config.model.context_length,
         "{total} tokens exceed the model's context_length {}",

@@ -56,11 +56,11 @@ pub const VRAM_BUDGET_ENV: &str = "GENAI_BRIDGE_VRAM_BUDGET";
 pub fn vram_budget(
     config: &Config,
     options: &OpenOptions,
-) -> Result<Option<(genai_backend_native::paging::VramBudget, String)>, Error> {
+) -> Result<Option<(VramBudget, String)>, Error> {
     let env = std::env::var(VRAM_BUDGET_ENV).ok();
     match pick_budget(options.vram_budget.as_deref(), env.as_deref(), config) {
         Some((text, source)) => {
-            let budget = genai_backend_native::paging::VramBudget::parse(text)?;
+            let budget = VramBudget::parse(text)?;
             Ok(Some((budget, format!("{text} from {source}"))))
         }
         None => Ok(None),
@@ -171,7 +171,7 @@ fn native_cuda_fact(_plan: Option<&DecoderPlan>) -> Result<String, String> {
 fn open_native_cuda(
     model: &OnnxModel,
     plan: &DecoderPlan,
-    budget: Option<genai_backend_native::paging::VramBudget>,
+    budget: Option<VramBudget>,
     planned_length: usize,
 ) -> Result<Box<dyn Decoder>, Error> {
     let options = genai_backend_native::CudaOptions {
@@ -189,7 +189,7 @@ fn open_native_cuda(
 fn open_native_cuda(
     _model: &OnnxModel,
     _plan: &DecoderPlan,
-    _budget: Option<genai_backend_native::paging::VramBudget>,
+    _budget: Option<VramBudget>,
     _planned_length: usize,
 ) -> Result<Box<dyn Decoder>, Error> {
     Err(Error::Native(genai_backend_native::Error::Invalid {
@@ -444,7 +444,7 @@ mod tests {
         .expect("25% parses");
         assert!(matches!(
             ok,
-            Some((genai_backend_native::paging::VramBudget::Percent(p), _)) if p == 25.0
+            Some((VramBudget::Percent(p), _)) if p == 25.0
         ));
     }
 }

@@ -4,16 +4,17 @@
 // rest), so prefill re-reads the weights m / GEMV_ROWS times; the gemv_decode_* entries are the
 // same code for one row (fewer registers, more warps in flight) and serve decode steps.
 //
+// Bandwidth: a lane owns 8-value units u = part * 32 + lane + i * 32 * split (i = 0, 1, ...)
+// of its column and issues GEMV_LOADS independent 16-byte weight loads per iteration before
+// any arithmetic. x is staged once per block in (dynamic) shared memory as f32, zero-padded to
+// whole units, when the launch provides the room (gemv_stage_floats); otherwise it is read from
+// global memory. Neither the staging, the unrolling, nor the load width (16-byte vectors only
+// when the addresses allow, else scalar loads) changes which products a lane adds in which
+// order, so the bits depend on (m, k, n) and the values only, never on addresses.
+//
 // Epilogue, as the CPU decoder: act 0 gives y = xW + b; otherwise y = round(xW), then
 // y = round(y + b). Rows of x are `ldx` apart, rows of y `ldy` apart (y may be a column slice
 // of a wider buffer).
-
-
-__device__ __forceinline__ void load8(const float* w, float* out) {
-    float4 a = *(const float4*)w, b = *(const float4*)(w + 4);
-    out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
-    out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
-}
 
 __device__ __forceinline__ void load8(const u16* w, float* out, bool bf) {
     uint4 raw = *(const uint4*)w;
@@ -31,48 +32,64 @@ __device__ __forceinline__ float load1(const u16* w, bool bf) {
     return bf ? bf16_to_f32(*w) : f16_to_f32(*w);
 }
 
+// The 8 weights of the unit at column c (values past k read as 0).
+template <typename W>
+__device__ __forceinline__ void weight_unit(const W* wr, int c, int k, bool vec, bool bf,
+                                            float* out) {
+    if (vec) {
+        if (sizeof(W) == 4) load8((const float*)(wr + c), out);
+        else load8((const u16*)(wr + c), out, bf);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++) out[e] = c + e < k ? load1(wr + c + e, bf) : 0.0f;
+    }
+}
+
 template <typename W, int R>
 __device__ __forceinline__ void gemv_body(const W* __restrict__ w, const float* __restrict__ x,
                                           int ldx, const float* __restrict__ bias,
                                           float* __restrict__ y, int ldy, int n, int k, int m,
                                           int split, int glu, int act, bool bf) {
+    extern __shared__ float4 gemv_stage4[];
+    float* xs = (float*)gemv_stage4;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
     int part = warp % split;
     int r0 = blockIdx.y * R;
     bool valid = col < n;
     int rows = min(R, m - r0);
+    int units = (k + 7) / 8, kp = units * 8;
     const W* wr = w + (size_t)(valid ? col : 0) * k;
     const float* xr = x + (size_t)r0 * ldx;
+    bool xvec = (ldx % 4) == 0 && (((size_t)x & 15) == 0);
+    bool staged = stage_rows(xs, kp, xr, ldx, k, rows, R, xvec);
+    // Rows of W are 16-byte aligned when k is a multiple of 8 and W is.
+    bool vec = (k % 8) == 0 && (((size_t)w & 15) == 0);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
-    bool vec = (k % 8) == 0 && (ldx % 4) == 0 && (((size_t)x & 15) == 0) &&
-               (((size_t)w & 15) == 0);
-    if (valid && vec) {
-        int units = k / 8;
-#pragma unroll 4
-        for (int u = part * 32 + lane; u < units; u += 32 * split) {
-            int c = u * 8;
-            float wv[8];
-            if (sizeof(W) == 4) load8((const float*)(wr + c), wv);
-            else load8((const u16*)(wr + c), wv, bf);
+    const int stride = 32 * split;
+    const int loads = GEMV_LOAD_BYTES / (8 * (int)sizeof(W));  // units per lane per iteration
+    for (int u0 = valid ? part * 32 + lane : units; u0 < units; u0 += loads * stride) {
+        float wv[GEMV_LOAD_BYTES / 16][8];
+#pragma unroll
+        for (int j = 0; j < loads; j++) {
+            int u = u0 + j * stride;
+            if (u < units) weight_unit(wr, u * 8, k, vec, bf, wv[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < loads; j++) {
+            int u = u0 + j * stride;
+            if (u >= units) break;
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 if (r < rows) {
                     float xv[8];
-                    load8(xr + (size_t)r * ldx + c, xv);
+                    x_unit(xs, kp, xr, ldx, r, u * 8, k, staged, xvec, xv);
 #pragma unroll
-                    for (int e = 0; e < 8; e++) acc[r] = fmaf(wv[e], xv[e], acc[r]);
+                    for (int e = 0; e < 8; e++) acc[r] = fmaf(wv[j][e], xv[e], acc[r]);
                 }
             }
-        }
-    } else if (valid) {
-        for (int c = part * 32 + lane; c < k; c += 32 * split) {
-            float wv = load1(wr + c, bf);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                if (r < rows) acc[r] = fmaf(wv, xr[(size_t)r * ldx + c], acc[r]);
         }
     }
     split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
@@ -84,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(256)
     gemv_body<float, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 4)
     gemv_decode_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
                    int k, int m, int split, int glu, int act) {
     gemv_body<float, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
@@ -96,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(256)
     gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 4)
     gemv_decode_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
                    int k, int m, int split, int glu, int act) {
     gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
@@ -108,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(256)
     gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 4)
     gemv_decode_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
                     int k, int m, int split, int glu, int act) {
     gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);

@@ -1,8 +1,11 @@
 // com.microsoft MatMulNBits (4 bits) linear layers with the dequantisation fused in, on the
 // ONNX layout as stored: packed `[n, nb, block/2]` (two values per byte, low nibble first along
 // K), scales f32 `[n, nb]`, zero points unpacked to one per block (default 8). One warp per
-// output column, lanes over consecutive 8-value words (coalesced); up to GEMV_ROWS rows of x
-// per warp, as gemv.cu.
+// output column (`split` warps per column, as gemv.cu), lanes over consecutive 16-byte chunks
+// of 32 values (4 words), INT4_LOADS chunks per lane issued before the arithmetic; up to
+// GEMV_ROWS rows of x per warp. Activations are staged per block in shared memory when the
+// launch provides the room (f32 rows for CompFp32, int8 rows and their block scales for
+// CompInt8); which chunks a lane adds in which order depends on (m, k, n, block) only.
 //
 // gemv_int4_f32 (ONNX Runtime's CompFp32, accuracy levels 0-3, float zero points):
 //   w = (q - zp) * scale, acc = fma(w, x, acc).
@@ -10,6 +13,21 @@
 // way MLAS does (amax, scale = amax / 127, inv = 127 / amax, round half to even, zeros past K),
 // then per block d = sum qa * (q - zp) in integers and acc = fma(d, scale_w * scale_a, acc).
 
+
+#define INT4_LOADS 2
+
+// Chunk `ch` (4 words) of a packed row of `words` words: one 16-byte load when the rows are
+// 16-byte aligned, else word loads (absent words read as 0; the caller skips them).
+__device__ __forceinline__ void int4_chunk(const u8* row, int ch, int words, bool vec, u32* out) {
+    if (vec) {
+        uint4 v = *(const uint4*)(row + (size_t)ch * 16);
+        out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            out[i] = ch * 4 + i < words ? ((const u32*)row)[ch * 4 + i] : 0u;
+    }
+}
 
 template <int R>
 __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
@@ -19,45 +37,63 @@ __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
                                          const float* __restrict__ bias, float* __restrict__ y,
                                          int ldy, int n, int k, int m, int bs, int split, int glu,
                                          int act) {
+    extern __shared__ float4 int4_stage4[];
+    float* xs = (float*)int4_stage4;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
     int part = warp % split;
     int r0 = blockIdx.y * R;
     bool valid = col < n;
     int rows = min(R, m - r0);
-    int nb = (k + bs - 1) / bs;
-    int words = valid ? nb * bs / 8 : 0;
+    int nb = (k + bs - 1) / bs, kp = nb * bs;
+    int words = kp / 8, chunks = (words + 3) / 4;
     col = valid ? col : 0;
-    const u32* wr = (const u32*)(packed + (size_t)col * nb * (bs / 2));
+    const u8* row = packed + (size_t)col * nb * (bs / 2);
+    bool vec = ((kp / 2) % 16) == 0 && (((size_t)packed & 15) == 0);
     const float* xr = x + (size_t)r0 * ldx;
-    bool vec = (k % 8) == 0 && (ldx % 4) == 0 && (((size_t)x & 15) == 0);
+    bool xvec = (ldx % 4) == 0 && (((size_t)x & 15) == 0);
+    bool staged = stage_rows(xs, kp, xr, ldx, k, rows, R, xvec);
+    const float* sc = scales + (size_t)col * nb;
+    const float* zr = zp ? zp + (size_t)col * nb : 0;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
-    // Lanes over consecutive 8-value words of the row: one coalesced 128-byte load per warp.
-#pragma unroll 4
-    for (int wi = part * 32 + lane; wi < words; wi += 32 * split) {
-        u32 word = wr[wi];
-        int b = wi * 8 / bs;
-        float scale = scales[(size_t)col * nb + b];
-        float z = zp ? zp[(size_t)col * nb + b] : 8.0f;
-        int base = wi * 8;
-        float wv[8];
+    const int stride = 32 * split;
+    for (int c0 = valid ? part * 32 + lane : chunks; c0 < chunks; c0 += INT4_LOADS * stride) {
+        u32 wq[INT4_LOADS][4];
+        float s[INT4_LOADS][2], z[INT4_LOADS][2];
 #pragma unroll
-        for (int e = 0; e < 8; e++) wv[e] = ((float)((word >> (4 * e)) & 15u) - z) * scale;
+        for (int j = 0; j < INT4_LOADS; j++) {
+            int ch = c0 + j * stride;
+            if (ch >= chunks) break;
+            int2 b = make_int2(ch * 32 / bs, min(ch * 32 + 16, kp - 1) / bs);
+            int4_chunk(row, ch, words, vec, wq[j]);
+            s[j][0] = sc[b.x];
+            s[j][1] = sc[b.y];
+            z[j][0] = zr ? zr[b.x] : 8.0f;
+            z[j][1] = zr ? zr[b.y] : 8.0f;
+        }
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            if (r >= rows) break;
-            const float* xp = xr + (size_t)r * ldx + base;
-            if (vec && base < k) {
-                float4 a = *(const float4*)xp, c = *(const float4*)(xp + 4);
-                float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+        for (int j = 0; j < INT4_LOADS; j++) {
+            int ch = c0 + j * stride;
+            if (ch >= chunks) break;
 #pragma unroll
-                for (int e = 0; e < 8; e++) acc[r] = fmaf(wv[e], xv[e], acc[r]);
-            } else {
+            for (int i = 0; i < 4; i++) {
+                int word = ch * 4 + i;
+                if (word >= words) break;
+                float wv[8];
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    if (base + e < k) acc[r] = fmaf(wv[e], xp[e], acc[r]);
+                    wv[e] = ((float)((wq[j][i] >> (4 * e)) & 15u) - z[j][i >> 1]) * s[j][i >> 1];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    if (r < rows) {
+                        float xv[8];
+                        x_unit(xs, kp, xr, ldx, r, word * 8, k, staged, xvec, xv);
+#pragma unroll
+                        for (int e = 0; e < 8; e++) acc[r] = fmaf(wv[e], xv[e], acc[r]);
+                    }
+                }
             }
         }
     }
@@ -74,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __rest
     int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_f32(const u8* __restrict__ packed,
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_f32(const u8* __restrict__ packed,
                                          const float* __restrict__ scales,
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
@@ -106,6 +142,21 @@ extern "C" __global__ void quantize_blocks_f32(const float* __restrict__ x, int 
     if (lane == 0) sa[(size_t)r * nb + b] = amax / 127.0f;
 }
 
+// sum over 8 values of qa * (q - z) for one packed word and its 8 int8 activations, exactly
+// (dp4a on the even and odd nibbles, minus z times the activations' sum).
+__device__ __forceinline__ int dot_word(u32 word, uint2 a, int z) {
+    int even = (int)__byte_perm(a.x, a.y, 0x6420), odd = (int)__byte_perm(a.x, a.y, 0x7531);
+    int lo = (int)(word & 0x0f0f0f0fu), hi = (int)((word >> 4) & 0x0f0f0f0fu);
+    int d = 0, sum = 0;
+    asm("dp4a.s32.s32 %0, %1, %2, %0;" : "+r"(d) : "r"(lo), "r"(even));
+    asm("dp4a.s32.s32 %0, %1, %2, %0;" : "+r"(d) : "r"(hi), "r"(odd));
+    asm("dp4a.s32.s32 %0, %1, %2, %0;" : "+r"(sum) : "r"(0x01010101), "r"((int)a.x));
+    asm("dp4a.s32.s32 %0, %1, %2, %0;" : "+r"(sum) : "r"(0x01010101), "r"((int)a.y));
+    return d - z * sum;
+}
+
+// Per 32-value chunk the integer products of each quantisation block are summed exactly
+// (one block per chunk from block size 32 up, two at 16), then acc = fma(d, sw * sa, acc).
 template <int R>
 __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
                                         const float* __restrict__ scales,
@@ -114,42 +165,95 @@ __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
                                         const float* __restrict__ bias, float* __restrict__ y,
                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
+    extern __shared__ float4 int8_stage4[];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
     int part = warp % split;
     int r0 = blockIdx.y * R;
     bool valid = col < n;
     int rows = min(R, m - r0);
-    int nb = (k + bs - 1) / bs;
-    int words = valid ? nb * bs / 8 : 0;
+    int nb = (k + bs - 1) / bs, kp = nb * bs;
+    int words = kp / 8, chunks = (words + 3) / 4;
     col = valid ? col : 0;
-    const u32* wr = (const u32*)(packed + (size_t)col * nb * (bs / 2));
+    const u8* row = packed + (size_t)col * nb * (bs / 2);
+    bool vec = ((kp / 2) % 16) == 0 && (((size_t)packed & 15) == 0);
+    // Stage: R rows of block scales (nb floats each), then R rows of kp int8 values.
+    size_t sa_bytes = ((size_t)R * nb * sizeof(float) + 15) / 16 * 16;
+    bool staged = sa_bytes + (size_t)R * kp <= dynamic_smem_bytes();
+    const i8* qr = qa + (size_t)r0 * kp;
+    const float* sr = sa + (size_t)r0 * nb;
+    if (staged) {
+        float* ss = (float*)int8_stage4;
+        uint4* qs = (uint4*)((char*)int8_stage4 + sa_bytes);
+        for (int i = threadIdx.x; i < R * nb; i += blockDim.x)
+            ss[i] = i < rows * nb ? sr[i] : 0.0f;
+        // kp is a multiple of 16: whole 16-byte pieces, rows contiguous in qa.
+        bool qvec = (((size_t)qa & 15) == 0);
+        for (int i = threadIdx.x; i < R * kp / 16; i += blockDim.x) {
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (i < rows * kp / 16) {
+                if (qvec) {
+                    v = ((const uint4*)qr)[i];
+                } else {
+                    u32 b[4];
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        const u8* p = (const u8*)qr + (size_t)i * 16 + 4 * q;
+                        b[q] = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
+                    }
+                    v = make_uint4(b[0], b[1], b[2], b[3]);
+                }
+            }
+            qs[i] = v;
+        }
+        __syncthreads();
+        qr = (const i8*)qs;
+        sr = ss;
+    }
+    const float* sc = scales + (size_t)col * nb;
+    const u8* zr = zp ? zp + (size_t)col * nb : 0;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
-    // Lanes over consecutive 8-value words; the 8 int8 activations of a word are one 8-byte load
-    // (qa rows are nb * bs bytes, a multiple of 8).
-#pragma unroll 4
-    for (int wi = part * 32 + lane; wi < words; wi += 32 * split) {
-        u32 word = wr[wi];
-        int b = wi * 8 / bs;
-        float scale = scales[(size_t)col * nb + b];
-        int z = zp ? (int)zp[(size_t)col * nb + b] : 8;
-        int wq[8];
+    const int stride = 32 * split;
+    for (int c0 = valid ? part * 32 + lane : chunks; c0 < chunks; c0 += INT4_LOADS * stride) {
+        u32 wq[INT4_LOADS][4];
+        float s[INT4_LOADS][2];
+        int z[INT4_LOADS][2];
+        int2 b[INT4_LOADS];
 #pragma unroll
-        for (int e = 0; e < 8; e++) wq[e] = (int)((word >> (4 * e)) & 15u) - z;
+        for (int j = 0; j < INT4_LOADS; j++) {
+            int ch = c0 + j * stride;
+            if (ch >= chunks) break;
+            b[j] = make_int2(ch * 32 / bs, min(ch * 32 + 16, kp - 1) / bs);
+            int4_chunk(row, ch, words, vec, wq[j]);
+            s[j][0] = sc[b[j].x];
+            s[j][1] = sc[b[j].y];
+            z[j][0] = zr ? (int)zr[b[j].x] : 8;
+            z[j][1] = zr ? (int)zr[b[j].y] : 8;
+        }
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            if (r >= rows) break;
-            const i8* a = qa + (size_t)(r0 + r) * nb * bs + wi * 8;
-            uint2 raw = *(const uint2*)a;
-            int d = 0;
+        for (int j = 0; j < INT4_LOADS; j++) {
+            int ch = c0 + j * stride;
+            if (ch >= chunks) break;
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                d += (int)(signed char)(raw.x >> (8 * e)) * wq[e];
-                d += (int)(signed char)(raw.y >> (8 * e)) * wq[4 + e];
+            for (int r = 0; r < R; r++) {
+                if (r >= rows) break;
+                // Words past the row (a half chunk at block size 16) are never read.
+                const uint2* a = (const uint2*)(qr + (size_t)r * kp + (size_t)ch * 32);
+                int d0 = dot_word(wq[j][0], a[0], z[j][0]) + dot_word(wq[j][1], a[1], z[j][0]);
+                bool second = ch * 4 + 2 < words;
+                int d1 = 0;
+                if (second)
+                    d1 = dot_word(wq[j][2], a[2], z[j][1]) + dot_word(wq[j][3], a[3], z[j][1]);
+                const float* sar = sr + (size_t)r * nb;
+                if (bs == 16) {
+                    acc[r] = fmaf((float)d0, s[j][0] * sar[b[j].x], acc[r]);
+                    if (second) acc[r] = fmaf((float)d1, s[j][1] * sar[b[j].y], acc[r]);
+                } else {
+                    acc[r] = fmaf((float)(d0 + d1), s[j][0] * sar[b[j].x], acc[r]);
+                }
             }
-            acc[r] = fmaf((float)d, scale * sa[(size_t)(r0 + r) * nb + b], acc[r]);
         }
     }
     split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
@@ -165,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restr
     int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(256) gemv_decode_int4_i8(const u8* __restrict__ packed,
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_i8(const u8* __restrict__ packed,
                                         const float* __restrict__ scales,
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,

@@ -76,9 +76,65 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
-// Linear layers (gemv.cu, int4.cu): rows of x per warp, warps per block.
+// Linear layers (gemv.cu, int4.cu): rows of x per warp, warps per block, weight bytes each
+// lane loads per iteration (independent 16-byte loads issued before the arithmetic).
 #define GEMV_ROWS 4
 #define GEMV_WARPS 8
+#define GEMV_LOAD_BYTES 64
+
+// Bytes of dynamic shared memory this launch has.
+__device__ __forceinline__ u32 dynamic_smem_bytes() {
+    u32 v;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
+    return v;
+}
+
+__device__ __forceinline__ void load8(const float* w, float* out) {
+    float4 a = *(const float4*)w, b = *(const float4*)(w + 4);
+    out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
+    out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+}
+
+// The 8 activations of row r at column c: from the stage (`xs`, rows kp apart) or from
+// global memory (values past k read as 0).
+__device__ __forceinline__ void x_unit(const float* xs, int kp, const float* xg, int ldx, int r,
+                                       int c, int k, bool staged, bool xvec, float* out) {
+    if (staged) {
+        load8(xs + (size_t)r * kp + c, out);
+    } else if (xvec && c + 8 <= k) {
+        load8(xg + (size_t)r * ldx + c, out);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++) out[e] = c + e < k ? xg[(size_t)r * ldx + c + e] : 0.0f;
+    }
+}
+
+// Stages R rows of x (the first `rows` real, k values each, `ldx` apart) into `xs` as f32 rows
+// `kp` apart (kp a multiple of 8), zero past k and past `rows`, when the launch's dynamic
+// shared memory holds R * kp floats; returns whether it did. Every thread of the block must
+// call it (it synchronises). The staged values equal the global ones: staging never changes
+// a result, only where the inner loop reads from.
+__device__ __forceinline__ bool stage_rows(float* xs, int kp, const float* x, int ldx, int k,
+                                           int rows, int R, bool xvec) {
+    if ((size_t)R * kp * sizeof(float) > dynamic_smem_bytes()) return false;
+    int total = R * kp;
+    if (xvec && (k % 4) == 0) {
+        // kp and k are multiples of 4: a float4 never straddles a row or the end of one.
+        for (int i = threadIdx.x; i < total / 4; i += blockDim.x) {
+            int r = (4 * i) / kp, c = (4 * i) % kp;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (r < rows && c < k) v = *(const float4*)(x + (size_t)r * ldx + c);
+            ((float4*)xs)[i] = v;
+        }
+    } else {
+        for (int i = threadIdx.x; i < total; i += blockDim.x) {
+            int r = i / kp, c = i % kp;
+            xs[i] = r < rows && c < k ? x[(size_t)r * ldx + c] : 0.0f;
+        }
+    }
+    __syncthreads();
+    return true;
+}
 
 // The linear epilogue, as the CPU decoder: act 0 gives y = acc + b; otherwise
 // y = round(acc), then y = round(y + b).

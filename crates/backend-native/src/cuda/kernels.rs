@@ -202,26 +202,74 @@ impl LinearShape {
         ))
     }
 
-    /// Warps per output column: enough warps in flight to cover memory latency (a narrow
-    /// layer's long rows are split), at least one 256-value step per warp.
+    /// Warps per output column (in one block, summed in warp order): doubled while the launch
+    /// has fewer than [`TARGET_WARPS`] warps and each warp keeps at least 256 values of a row
+    /// (one 8-value unit per lane). Depends on (k, n) and the GLU pairing only.
     fn split(&self) -> usize {
-        let steps = (self.k / 256).max(1);
-        let mut split = 1;
         // (gate, up) pairs must share a block: at least two columns per block.
         let most = if self.glu >= 0 { 4 } else { 8 };
-        while split < most && self.n * split < 16384 && split * 2 <= steps {
+        let mut split = 1;
+        while split < most && self.n * split < TARGET_WARPS && self.k / (split * 2) >= 256 {
             split *= 2;
         }
         split
     }
 
+    /// Rows of x one block computes (`GEMV_ROWS`, or 1 for the decode entries).
+    fn block_rows(&self) -> usize {
+        if self.m == 1 { 1 } else { GEMV_ROWS }
+    }
+
+    /// Dynamic shared memory staging a block's rows of f32 activations (`stage_rows` in
+    /// kernels/prelude.cuh) over `kp` columns, or 0 (the kernel then reads x from global
+    /// memory, with the same results) when that exceeds [`STAGE_LIMIT`].
+    fn stage_f32(&self, kp: usize) -> u32 {
+        stage_bytes(self.block_rows() * kp * 4)
+    }
+
+    /// The CompInt8 stage: block scales, then int8 rows (`int4_i8_body`).
+    fn stage_i8(&self, block: usize) -> u32 {
+        let (nb, rows) = (self.k.div_ceil(block), self.block_rows());
+        stage_bytes((rows * nb * 4).next_multiple_of(16) + rows * nb * block)
+    }
+
     fn grid(&self) -> Result<(u32, u32, u32), Error> {
         Ok((
-            grid_dim("gemv columns", self.n.div_ceil(8 / self.split()))?,
-            grid_dim("gemv rows", self.m.div_ceil(4))?,
+            grid_dim("gemv columns", self.n.div_ceil(GEMV_WARPS / self.split()))?,
+            grid_dim("gemv rows", self.m.div_ceil(GEMV_ROWS))?,
             1,
         ))
     }
+}
+
+/// Rows of x per block of the multi-row linear kernels (`GEMV_ROWS` in kernels/prelude.cuh).
+const GEMV_ROWS: usize = 4;
+/// Warps per linear block (`GEMV_WARPS`).
+const GEMV_WARPS: usize = 8;
+/// Warps a linear launch aims to have: about 23 per SM on an H200's 132 SMs, enough 16-byte
+/// loads in flight to cover DRAM latency at full bandwidth.
+const TARGET_WARPS: usize = 3072;
+/// Most dynamic shared memory a linear block stages activations in: under the 48 KiB a launch
+/// gets without opting in, with room for the kernels' static reduction arrays.
+const STAGE_LIMIT: usize = 46 * 1024;
+
+fn stage_bytes(bytes: usize) -> u32 {
+    if bytes <= STAGE_LIMIT {
+        bytes as u32
+    } else {
+        0
+    }
+}
+
+/// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
+fn check_block(block: usize) -> Result<i32, Error> {
+    if ![16, 32, 64, 128, 256].contains(&block) {
+        return Err(Error::Invalid {
+            what: "block_size",
+            why: format!("{block} (16, 32, 64, 128 or 256)"),
+        });
+    }
+    int("block_size", block)
 }
 
 impl Ops<'_> {
@@ -438,10 +486,11 @@ impl Ops<'_> {
         let f = self
             .k
             .get(if s.m == 1 { decode_kernel(kind) } else { kind })?;
+        let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
             self.stream,
             f,
-            cfg(s.grid()?, 256, 0),
+            cfg(s.grid()?, 256, shared),
             &w,
             &x,
             &ldx,
@@ -470,16 +519,17 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let bs = int("block_size", block)?;
+        let bs = check_block(block)?;
         let f = self.k.get(if s.m == 1 {
             "gemv_decode_int4_f32"
         } else {
             "gemv_int4_f32"
         })?;
+        let shared = s.stage_f32(s.k.div_ceil(block) * block);
         launch!(
             self.stream,
             f,
-            cfg(s.grid()?, 256, 0),
+            cfg(s.grid()?, 256, shared),
             &packed,
             &scales,
             &zp,
@@ -513,7 +563,7 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let bs = int("block_size", block)?;
+        let bs = check_block(block)?;
         let nb = s.k.div_ceil(block);
         let f = self.k.get("quantize_blocks_f32")?;
         let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
@@ -533,10 +583,11 @@ impl Ops<'_> {
         } else {
             "gemv_int4_i8"
         })?;
+        let shared = s.stage_i8(block);
         launch!(
             self.stream,
             f,
-            cfg(s.grid()?, 256, 0),
+            cfg(s.grid()?, 256, shared),
             &packed,
             &scales,
             &zp,
@@ -752,11 +803,48 @@ mod tests {
 
     #[test]
     fn narrow_layers_split_their_rows_across_warps() {
-        assert_eq!(split(1536, 8960, -1), 8); // a down projection
-        assert_eq!(split(2048, 1536, -1), 4); // at least one 256-value step per warp
-        assert_eq!(split(17920, 1536, -1), 1); // wide enough already
+        assert_eq!(split(1536, 8960, -1), 2); // Qwen2.5-1.5B down: 3072 warps
+        assert_eq!(split(2048, 1536, -1), 2); // its qkv
+        assert_eq!(split(896, 4864, -1), 4); // Qwen2.5-0.5B down
+        assert_eq!(split(1152, 896, -1), 2); // at least 256 values per warp
+        assert_eq!(split(17920, 1536, 0), 1); // wide enough already
+        assert_eq!(split(64, 8960, -1), 8);
         assert_eq!(split(64, 8960, 0), 4); // GLU pairs must share a block
         assert_eq!(split(100, 100, -1), 1); // short rows
+    }
+
+    #[test]
+    fn activations_are_staged_while_they_fit_the_default_shared_memory() {
+        let s = |m, k| LinearShape {
+            m,
+            k,
+            n: 64,
+            ldx: k,
+            ldy: 64,
+            glu: -1,
+        };
+        assert_eq!(s(1, 8960).stage_f32(8960), 35_840);
+        assert_eq!(s(1, 14336).stage_f32(14336), 0); // read from global memory instead
+        assert_eq!(s(5, 1536).stage_f32(1536), 4 * 1536 * 4);
+        assert_eq!(s(5, 4096).stage_f32(4096), 0);
+        assert_eq!(s(1, 8960).stage_i8(32), 280 * 4 + 8960);
+        assert_eq!(s(1, 100).stage_i8(16), 32 + 7 * 16); // 7 scales padded to 32 bytes
+        assert!(super::check_block(48).is_err());
+    }
+
+    #[test]
+    fn the_rust_constants_match_the_kernel_prelude() {
+        let prelude = crate::cuda::compile::PRELUDE;
+        for (name, value) in [
+            ("GEMV_ROWS", super::GEMV_ROWS),
+            ("GEMV_WARPS", super::GEMV_WARPS),
+        ] {
+            let line = format!("#define {name} {value}\n");
+            assert!(
+                prelude.contains(&line),
+                "{line:?} not in kernels/prelude.cuh"
+            );
+        }
     }
 
     #[test]

@@ -1,20 +1,19 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
-//! inputs: dense and int4 linear layers, attention over a split KV cache, the fused decode
-//! attention (`decode.rs`), argmax. Run by
+//! inputs: dense and int4 linear layers (`linear.rs`), attention over a split KV cache, the
+//! fused decode attention (`decode.rs`), argmax. Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
-use crate::cpu::kernels::{
-    self as cpu, AttentionParams, DenseWeight, Int4Weight, Scales, Weight, ZeroPoints,
-};
+use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, LinearShape, Ops};
+use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
 mod decode;
+mod linear;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -107,21 +106,11 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     };
     let mut checks = Vec::new();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for &(m, k, n) in &[
-        (1, 512, 77),
-        (5, 300, 40),
-        (4, 1024, 129),
-        (1, 4096, 96),
-        (3, 2048, 9),
-    ] {
-        checks.push(dense(&ctx, &mut rng, m, k, n)?);
+    for case in linear::dense_cases() {
+        checks.push(linear::dense(&ctx, &mut rng, case)?);
     }
-    for &(bs, acc) in &[(16, 0), (32, 4), (64, 4), (128, 0), (32, 0)] {
-        checks.push(int4(&ctx, &mut rng, 3, 200, 33, bs, acc)?);
-        checks.push(int4(&ctx, &mut rng, 1, 4096, 40, bs, acc)?);
-    }
-    for &(m, k, w) in &[(1, 1024, 100), (3, 520, 16)] {
-        checks.push(glu(&ctx, &mut rng, m, k, w)?);
+    for case in linear::int4_cases() {
+        checks.push(linear::int4(&ctx, &mut rng, case)?);
     }
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
         checks.push(attention(&ctx, &mut rng, window, softcap)?);
@@ -131,146 +120,6 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     }
     checks.push(argmax(&ctx, &mut rng)?);
     Ok(checks)
-}
-
-fn dense(c: &Ctx, rng: &mut Rng, m: usize, k: usize, n: usize) -> Result<Check, Error> {
-    let x = rng.vec(m * k);
-    let kn = rng.vec(k * n);
-    let mut nk = vec![0f32; k * n];
-    for (i, row) in kn.chunks(n).enumerate() {
-        for (j, v) in row.iter().enumerate() {
-            nk[j * k + i] = *v;
-        }
-    }
-    let bias = rng.vec(n);
-    let mut want = vec![0f32; m * n];
-    let w = Weight::Dense(DenseWeight::from_f32(k, n, &kn)?);
-    cpu::linear(&x, m, &w, Some(&bias), &mut want, &c.pool)?;
-    let (dx, dw, db, dy) = (
-        c.up(&x)?,
-        c.up(&nk)?,
-        c.up(&bias)?,
-        DevBuf::<f32>::zeros(&c.stream, m * n)?,
-    );
-    let s = LinearShape {
-        m,
-        k,
-        n,
-        ldx: k,
-        ldy: n,
-        glu: -1,
-    };
-    c.ops()
-        .gemv("gemv_f32", dw.ptr, dx.ptr, db.ptr, dy.ptr, s, 0)?;
-    Ok(Check {
-        name: format!("gemv_f32 m{m} k{k} n{n}"),
-        rel_diff: rel(&c.down(&dy, m * n)?, &want),
-        limit: 1e-5,
-    })
-}
-
-/// Gate and up stacked as (gate_i, up_i) row pairs with the SiLU GLU epilogue, against the
-/// CPU's two linear layers and `silu_mul`.
-fn glu(c: &Ctx, rng: &mut Rng, m: usize, k: usize, w: usize) -> Result<Check, Error> {
-    let x = rng.vec(m * k);
-    let (gate, up) = (rng.vec(k * w), rng.vec(k * w));
-    let (mut g, mut u, mut want) = (vec![0f32; m * w], vec![0f32; m * w], vec![0f32; m * w]);
-    let gw = Weight::Dense(DenseWeight::from_f32(k, w, &gate)?);
-    let uw = Weight::Dense(DenseWeight::from_f32(k, w, &up)?);
-    cpu::linear(&x, m, &gw, None, &mut g, &c.pool)?;
-    cpu::linear(&x, m, &uw, None, &mut u, &c.pool)?;
-    cpu::silu_mul(&g, &u, &mut want)?;
-    let mut pairs = Vec::with_capacity(2 * k * w);
-    for j in 0..w {
-        pairs.extend((0..k).map(|i| gate[i * w + j]));
-        pairs.extend((0..k).map(|i| up[i * w + j]));
-    }
-    let (dx, dw) = (c.up(&x)?, c.up(&pairs)?);
-    let dy = DevBuf::<f32>::zeros(&c.stream, m * w)?;
-    let s = LinearShape {
-        m,
-        k,
-        n: 2 * w,
-        ldx: k,
-        ldy: w,
-        glu: 0,
-    };
-    c.ops().gemv("gemv_f32", dw.ptr, dx.ptr, 0, dy.ptr, s, 0)?;
-    let got = c.down(&dy, m * w)?;
-    Ok(Check {
-        name: format!("gemv_f32 SiLU GLU m{m} k{k} w{w}"),
-        rel_diff: rel(&got, &want),
-        limit: 1e-5,
-    })
-}
-
-fn int4(
-    c: &Ctx,
-    rng: &mut Rng,
-    m: usize,
-    k: usize,
-    n: usize,
-    bs: usize,
-    acc: i64,
-) -> Result<Check, Error> {
-    let nb = k.div_ceil(bs);
-    let packed = rng.bytes(n * nb * bs / 2);
-    let scales: Vec<f32> = rng.vec(n * nb).iter().map(|v| v * 0.05).collect();
-    let zp = rng.bytes(n * nb.div_ceil(2));
-    let x = rng.vec(m * k);
-    let w = Int4Weight::new(
-        k,
-        n,
-        bs,
-        acc,
-        &packed,
-        Scales::F32(&scales),
-        Some(ZeroPoints::Packed4(&zp)),
-    )?;
-    let mut want = vec![0f32; m * n];
-    cpu::linear(&x, m, &Weight::Int4(w), None, &mut want, &c.pool)?;
-    let mut zu = Vec::with_capacity(n * nb);
-    for col in zp.chunks(nb.div_ceil(2)) {
-        zu.extend((0..nb).map(|b| (col[b / 2] >> (4 * (b % 2))) & 0x0f));
-    }
-    let zf: Vec<f32> = zu.iter().map(|&z| f32::from(z)).collect();
-    let (dp, ds, dx) = (c.up(&packed)?, c.up(&scales)?, c.up(&x)?);
-    let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
-    let s = LinearShape {
-        m,
-        k,
-        n,
-        ldx: k,
-        ldy: n,
-        glu: -1,
-    };
-    let name = format!("int4 m{m} k{k} n{n} bs{bs} accuracy_level {acc}");
-    if acc == 4 {
-        let (dz, qa, sa) = (
-            c.up(&zu)?,
-            DevBuf::<i8>::zeros(&c.stream, m * nb * bs)?,
-            DevBuf::<f32>::zeros(&c.stream, m * nb)?,
-        );
-        c.ops().gemv_int4_i8(
-            (dp.ptr, ds.ptr, dz.ptr),
-            bs,
-            dx.ptr,
-            (qa.ptr, sa.ptr),
-            0,
-            dy.ptr,
-            s,
-            0,
-        )?;
-    } else {
-        let dz = c.up(&zf)?;
-        c.ops()
-            .gemv_int4_f32((dp.ptr, ds.ptr, dz.ptr), bs, dx.ptr, 0, dy.ptr, s, 0)?;
-    }
-    Ok(Check {
-        name,
-        rel_diff: rel(&c.down(&dy, m * n)?, &want),
-        limit: 1e-5,
-    })
 }
 
 fn attention(

@@ -76,7 +76,16 @@ fn exp_weight_is_exp_to_a_millionth() {
 
 #[test]
 fn order_key_orders_logits_with_nan_last() {
-    let values = [f32::NAN, f32::NEG_INFINITY, -3.5, -0.0, 0.0, 1e-30, 2.0, f32::INFINITY];
+    let values = [
+        f32::NAN,
+        f32::NEG_INFINITY,
+        -3.5,
+        -0.0,
+        0.0,
+        1e-30,
+        2.0,
+        f32::INFINITY,
+    ];
     let keys: Vec<u32> = values.iter().map(|&v| order_key(v)).collect();
     assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:x?}");
     assert_eq!(order_key(-f32::NAN), 0);
@@ -174,7 +183,11 @@ fn penalties_and_suppression_change_the_choice() {
     apply_min_length(&mut logits, 1, 5, &[1]);
     assert_eq!(argmax(&logits), 3);
     for u in [0.0, 0.4, 0.8, 0.999] {
-        assert_ne!(pick(&logits, 0, 1.0, 1.0, u), 1, "a suppressed EOS was drawn");
+        assert_ne!(
+            pick(&logits, 0, 1.0, 1.0, u),
+            1,
+            "a suppressed EOS was drawn"
+        );
     }
 }
 

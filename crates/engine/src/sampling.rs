@@ -75,7 +75,7 @@ const POLY: [u32; 8] = [
 /// a degree-7 Taylor polynomial in `r`, times `2^n`. 0 below -30 and for NaN. Relative error
 /// below 1e-6.
 pub fn exp_weight(x: f32) -> f32 {
-    if !(x >= -30.0) {
+    if x.is_nan() || x < -30.0 {
         return 0.0;
     }
     let n = (x * f32::from_bits(LOG2E)).round_ties_even();

@@ -174,11 +174,9 @@ impl Chooser {
         // SAFETY: `out` is a live device allocation of at least 4 bytes; the copy is ordered on
         // `stream` after the kernels that write it, and the host reads `dst` only in `read`,
         // after the caller synchronized that stream.
-        unsafe {
-            sys::cuMemcpyDtoHAsync_v2(dst, self.out.ptr, 4, stream.cu_stream())
-        }
-        .result()
-        .map_err(launch_error("token copy"))
+        unsafe { sys::cuMemcpyDtoHAsync_v2(dst, self.out.ptr, 4, stream.cu_stream()) }
+            .result()
+            .map_err(launch_error("token copy"))
     }
 
     /// The chosen id, once the stream has been synchronized after [`enqueue`](Self::enqueue).

@@ -331,6 +331,8 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
     float temperature = __int_as_float(params[SP_TEMPERATURE]);
     float u = __int_as_float(params[SP_UNIFORM]);
     float t = temperature > 0.0f ? temperature : 1.0f;
+    // -1 unless a token is chosen (ordered before the choice by the syncs in between).
+    if (threadIdx.x == 0) out[0] = -1;
 
     u32 km = 0;
     for (int i = threadIdx.x; i < n; i += SAMPLE_THREADS) { u32 k = order_key(logits[i]); km = k > km ? k : km; }

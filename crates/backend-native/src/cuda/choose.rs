@@ -20,7 +20,8 @@ const SAMPLE_THREADS: u32 = 1024;
 const PROCESS_THREADS: usize = 256;
 /// Suppressed ids at most, besides one penalised id per position.
 const EXTRA_IDS: usize = 64;
-/// Written to the result before each copy: reading it back means the copy did not land.
+/// Written to the result before each copy (and by `sample_f32` before it chooses): reading it
+/// back means the copy did not land or nothing was chosen.
 const SENTINEL: i32 = -1;
 
 /// The kernel's parameter block for a spec over `vocab` logits, with `ids` ids (penalised
@@ -187,7 +188,9 @@ impl Chooser {
         if id == SENTINEL {
             return Err(Error::Cuda {
                 what: "token copy",
-                message: "the chosen id was read before its copy landed".into(),
+                message: "no token id came back (the copy had not landed, or no token was \
+                          chosen)"
+                    .into(),
             });
         }
         Ok(id)

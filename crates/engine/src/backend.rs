@@ -92,6 +92,39 @@ pub struct StepInput<'a> {
     pub total_len: usize,
 }
 
+/// How a batch-1 row's next token is chosen from its logits (see `sampling.rs` for the exact
+/// definition both the host and a device follow).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Choice {
+    /// The argmax: lowest index on ties, NaN never wins, 0 when no logit is above -inf.
+    Greedy,
+    /// `select(logits, top_k, top_p, temperature, uniform)`.
+    Sample {
+        top_k: usize,
+        top_p: f32,
+        temperature: f32,
+        /// This step's number in `[0, 1)` from the generator's seeded stream.
+        uniform: f32,
+    },
+}
+
+/// Everything the generator's choice of one batch-1 row needs, for a backend that chooses on
+/// the device ([`DecodeBackend::forward_choose`]). Logits are processed in the host's order:
+/// `suppressed` ids set to -inf (min_length), then the repetition penalty on `penalized`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SamplingSpec<'a> {
+    pub choice: Choice,
+    /// Divides positive and multiplies negative logits of `penalized`; 1 (or not positive):
+    /// none.
+    pub penalty: f32,
+    /// Distinct token ids to penalise (the sequence's tokens, each once).
+    pub penalized: &'a [i32],
+    /// Ids whose logits become -inf (the EOS ids while the sequence is below min_length).
+    pub suppressed: &'a [i32],
+    /// no_repeat_ngram_size; a backend must decline (`Ok(None)`) when it is not 0.
+    pub no_repeat_ngram: usize,
+}
+
 /// A loaded model that can start generations. Thread safety: shared by any number of threads
 /// (`Send + Sync`); each generation gets its own [`DecodeBackend`] state.
 pub trait Decoder: Send + Sync {
@@ -124,6 +157,18 @@ pub trait DecodeBackend: Send {
         Err(crate::Error::InvalidState(
             "this backend returns the logits of the last position only".into(),
         ))
+    }
+    /// Runs a forward pass like [`forward`](Self::forward) for batch 1 and chooses the next
+    /// token on the backend's device as `spec` says, returning only its id; the logits stay
+    /// there. `Ok(None)`: not supported for this spec (the default) and nothing was run, so
+    /// the caller takes the full-logits path.
+    fn forward_choose(
+        &mut self,
+        input: &StepInput<'_>,
+        spec: &SamplingSpec<'_>,
+    ) -> Result<Option<i32>> {
+        let _ = (input, spec);
+        Ok(None)
     }
     /// Keeps the first `len` positions of the KV cache and drops the rest.
     fn rewind_to(&mut self, len: usize) -> Result<()>;

@@ -8,7 +8,7 @@
 //! EOS out of the sequences, while `next_tokens` still reports it). `max_length` counts prompt and
 //! generated tokens together.
 
-use crate::backend::{DecodeBackend, Decoder, StartOptions, StepInput};
+use crate::backend::{Choice, DecodeBackend, Decoder, SamplingSpec, StartOptions, StepInput};
 use crate::logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};
 use crate::sampling::{Sampler, argmax};
 use crate::{Error, Result};
@@ -218,24 +218,45 @@ impl Generator {
             self.next_tokens.iter_mut().for_each(|t| *t = self.pad);
             return Ok(());
         }
+        // A batch-1 step may run and choose on the backend's device (only the id comes back);
+        // the uniform is drawn first either way, so a seed gives one stream on both paths.
+        let mut drawn = None;
         let mut logits = match self.pending_logits.take() {
             Some(logits) => logits,
             None => {
                 self.restore_rewound()?;
                 let start = Instant::now();
+                if self.batch_size() == 1 && self.search.no_repeat_ngram_size == 0 {
+                    drawn = (!self.search.is_greedy()).then(|| self.sampler.draw());
+                    if let Some(token) = self.run_and_choose(drawn)? {
+                        self.timings.decode_ms.push(millis(start.elapsed()));
+                        self.accept(&[token]);
+                        return Ok(());
+                    }
+                }
                 self.run_unprocessed()?;
                 self.timings.decode_ms.push(millis(start.elapsed()));
                 self.pending_logits.take().unwrap_or_default()
             }
         };
         let vocab = self.vocab_size;
+        let mut tokens = Vec::with_capacity(self.batch_size());
         for row in 0..self.batch_size() {
             let token = if self.eos_seen[row] {
                 self.pad
             } else {
                 let row_logits = &mut logits[row * vocab..(row + 1) * vocab];
-                self.choose(row, row_logits)
+                self.choose(row, row_logits, drawn.take())
             };
+            tokens.push(token);
+        }
+        self.accept(&tokens);
+        Ok(())
+    }
+
+    /// Records the chosen tokens: EOS bookkeeping, and appends them unless every row is done.
+    fn accept(&mut self, tokens: &[i32]) {
+        for (row, &token) in tokens.iter().enumerate() {
             if self.eos.contains(&token) {
                 self.eos_seen[row] = true;
             }
@@ -252,7 +273,62 @@ impl Generator {
                 mask.push(1);
             }
         }
-        Ok(())
+    }
+
+    /// Offers the decode step of a batch-1 generation to the backend's device choice; `None`:
+    /// the backend declined and nothing ran.
+    fn run_and_choose(&mut self, uniform: Option<f32>) -> Result<Option<i32>> {
+        let (tokens, mask, new_len, total_len) = self.unprocessed()?;
+        let search = &self.search;
+        let sequence = &self.sequences[0];
+        let suppressed: &[i32] = if sequence.len() < search.min_length {
+            &self.eos
+        } else {
+            &[]
+        };
+        let penalty = search.repetition_penalty;
+        let penalized = if penalty == 1.0 || penalty <= 0.0 {
+            Vec::new()
+        } else {
+            distinct(sequence)
+        };
+        let choice = match uniform {
+            None => Choice::Greedy,
+            Some(uniform) => Choice::Sample {
+                top_k: search.top_k,
+                top_p: search.top_p,
+                temperature: search.temperature,
+                uniform,
+            },
+        };
+        let spec = SamplingSpec {
+            choice,
+            penalty,
+            penalized: &penalized,
+            suppressed,
+            no_repeat_ngram: search.no_repeat_ngram_size,
+        };
+        let input = StepInput {
+            tokens: &tokens,
+            new_len,
+            attention_mask: &mask,
+            total_len,
+        };
+        let Some(token) = self.backend.forward_choose(&input, &spec)? else {
+            return Ok(None);
+        };
+        if usize::try_from(token).map_or(true, |t| t >= self.vocab_size) {
+            return Err(Error::InvalidState(format!(
+                "the backend chose token {token} outside the vocabulary ({})",
+                self.vocab_size
+            )));
+        }
+        // The logits stayed on the device: `output_logits` recomputes them when asked.
+        self.pending_logits = None;
+        self.last_logits = None;
+        self.last_run_len = new_len;
+        self.last_run_logits = None;
+        Ok(Some(token))
     }
 
     /// Logits of the last position of every row, `[batch, vocab]`, computing them if the model
@@ -360,8 +436,10 @@ impl Generator {
         }
     }
 
-    /// Runs every token the cache has not seen and stores the logits of the last position.
-    fn run_unprocessed(&mut self) -> Result<()> {
+    /// The tokens the cache has not seen (row-major), the mask, their count per row and the
+    /// total length.
+    #[allow(clippy::type_complexity)]
+    fn unprocessed(&self) -> Result<(Vec<i32>, Vec<i64>, usize, usize)> {
         let total_len = self.sequence_len();
         let cached = self.backend.cached_len();
         if cached >= total_len {
@@ -376,6 +454,12 @@ impl Generator {
             .flat_map(|s| s[cached..].iter().copied())
             .collect();
         let mask: Vec<i64> = self.masks.iter().flat_map(|m| m.iter().copied()).collect();
+        Ok((tokens, mask, new_len, total_len))
+    }
+
+    /// Runs every token the cache has not seen and stores the logits of the last position.
+    fn run_unprocessed(&mut self) -> Result<()> {
+        let (tokens, mask, new_len, total_len) = self.unprocessed()?;
         let input = StepInput {
             tokens: &tokens,
             new_len,
@@ -408,9 +492,10 @@ impl Generator {
                 "the model has not run since the generator was created or rewound".into(),
             ));
         }
-        if n == 1 {
-            let logits = self.last_logits.clone().unwrap_or_default();
-            return Ok((1, logits));
+        if n == 1
+            && let Some(logits) = &self.last_logits
+        {
+            return Ok((1, logits.clone()));
         }
         if let Some(all) = &self.last_run_logits {
             return Ok((n, all.clone()));
@@ -436,7 +521,12 @@ impl Generator {
             attention_mask: &mask,
             total_len: end,
         };
-        let all = match self.backend.forward_all(&input) {
+        // One position (a step chosen on the device): the plain forward pass gives it.
+        let all = match if n == 1 {
+            self.backend.forward(&input)
+        } else {
+            self.backend.forward_all(&input)
+        } {
             Ok(all) => all,
             Err(e) => {
                 // Put the cache back as it was before reporting the failure.
@@ -451,12 +541,17 @@ impl Generator {
                 got: all.len(),
             });
         }
-        self.last_run_logits = Some(all.clone());
+        if n == 1 {
+            self.last_logits = Some(all.clone());
+        } else {
+            self.last_run_logits = Some(all.clone());
+        }
         Ok((n, all))
     }
 
-    /// Applies the logits processors and picks a token for one row.
-    fn choose(&mut self, row: usize, logits: &mut [f32]) -> i32 {
+    /// Applies the logits processors and picks a token for one row, with `uniform` when one
+    /// was drawn for it already.
+    fn choose(&mut self, row: usize, logits: &mut [f32], uniform: Option<f32>) -> i32 {
         let search = &self.search;
         let sequence = &self.sequences[row];
         apply_min_length(logits, sequence.len(), search.min_length, &self.eos);
@@ -465,11 +560,22 @@ impl Generator {
         let index = if search.is_greedy() {
             argmax(logits)
         } else {
-            self.sampler
-                .sample(logits, search.top_k, search.top_p, search.temperature)
+            let u = uniform.unwrap_or_else(|| self.sampler.draw());
+            let (k, p, t) = (search.top_k, search.top_p, search.temperature);
+            self.sampler.select(logits, k, p, t, u)
         };
         i32::try_from(index).unwrap_or(i32::MAX)
     }
+}
+
+/// The distinct ids of a sequence, in order of first appearance.
+fn distinct(sequence: &[i32]) -> Vec<i32> {
+    let mut seen = std::collections::HashSet::with_capacity(sequence.len());
+    sequence
+        .iter()
+        .copied()
+        .filter(|id| seen.insert(*id))
+        .collect()
 }
 
 /// ORT GenAI's mask for appended tokens: all ones for one row; with several rows, trailing
@@ -533,3 +639,7 @@ fn validate_search(search: &Search, model: &Model, vocab_size: usize) -> Result<
 #[cfg(test)]
 #[path = "generator_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "generator_choose_tests.rs"]
+mod choose_tests;

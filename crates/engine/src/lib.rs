@@ -10,13 +10,14 @@ pub mod router;
 mod sampling;
 
 pub use backend::{
-    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, StartOptions, StepInput,
+    BackendCounters, BackendInfo, Choice, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
+    StartOptions, StepInput,
 };
 pub use error::Error;
 pub use generator::{Generator, GeneratorTimings};
 pub use logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};
 pub use router::{BackendKind, BackendRequest, DeviceKind, NoRoute, Route, RouteFacts, route};
-pub use sampling::{Sampler, argmax};
+pub use sampling::{Sampler, argmax, exp_weight, order_key, select, weight};
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -79,7 +79,12 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "sampling",
         code: include_str!("../../../../kernels/sampling.cu"),
-        symbols: &["argmax_partial_f32", "argmax_final_f32"],
+        symbols: &[
+            "argmax_partial_f32",
+            "argmax_final_f32",
+            "logits_process_f32",
+            "sample_f32",
+        ],
     },
 ];
 

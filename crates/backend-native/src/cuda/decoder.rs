@@ -7,8 +7,10 @@
 //! eagerly; `CudaOptions::graph = Some(false)` (or `GENAI_BRIDGE_CUDA_GRAPH=0`) runs eagerly
 //! for A/B comparisons. Under a VRAM budget (or when the model does not fit the free device
 //! memory) the weights that do not fit are streamed from page-locked host memory by the pager,
-//! inside the same captured step.
+//! inside the same captured step. `forward_choose` runs the same step and then chooses the
+//! token on the device (`choose.rs`): only its id comes back.
 
+use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
 use crate::cuda::kernels::{Kernels, Ops};
@@ -20,7 +22,8 @@ use crate::error::Error;
 use crate::paging::{Reservation, VramBudget};
 use cudarc::driver::CudaStream;
 use genai_engine::{
-    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, StartOptions, StepInput,
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
+    StartOptions, StepInput,
 };
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
@@ -29,6 +32,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Environment variable: `0` turns the decode-step graph off.
 pub const GRAPH_ENV: &str = "GENAI_BRIDGE_CUDA_GRAPH";
+
+/// Environment variable: `0` turns the device token choice off (full logits to the host).
+pub const DEVICE_SAMPLING_ENV: &str = "GENAI_BRIDGE_DEVICE_SAMPLING";
 
 /// Options of the native CUDA backend.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +54,9 @@ pub struct CudaOptions {
     /// `GENAI_BRIDGE_DEVICE_MEMORY_LIMIT=BYTES` when set): leaves room for other programs, and
     /// streaming turns on when the model does not fit in it.
     pub device_memory_limit: Option<u64>,
+    /// Choose tokens on the device when the generator allows it (`forward_choose`); `None`:
+    /// yes unless `GENAI_BRIDGE_DEVICE_SAMPLING=0`.
+    pub device_sampling: Option<bool>,
 }
 
 /// Environment variable: the most device memory the CUDA decoder treats as free, in bytes.
@@ -78,6 +87,8 @@ struct Shared {
     residency: Residency,
     counters: Counters,
     graph: bool,
+    /// Whether `forward_choose` chooses on the device.
+    device_choice: bool,
     /// Highest device memory in use seen (total minus free), sampled where this decoder
     /// allocates: after load, at each generation's start and after each graph capture.
     peak_device_bytes: AtomicU64,
@@ -145,6 +156,9 @@ impl CudaDecoder {
         let graph = options
             .graph
             .unwrap_or_else(|| std::env::var(GRAPH_ENV).map_or(true, |v| v != "0"));
+        let device_choice = options
+            .device_sampling
+            .unwrap_or_else(|| std::env::var(DEVICE_SAMPLING_ENV).map_or(true, |v| v != "0"));
         let mut reasons = vec![format!(
             "native CUDA decoder on {}, kernels: {} compiled, {} from the cache; {:.1} MB \
                  of weights per token; decode step {}",
@@ -171,6 +185,7 @@ impl CudaDecoder {
             residency,
             counters: Counters::default(),
             graph,
+            device_choice,
             peak_device_bytes: AtomicU64::new(0),
         };
         shared.sample_memory();
@@ -242,6 +257,7 @@ impl CudaDecoder {
             graph: None,
             graph_failed: false,
             len: 0,
+            chooser: None,
         })
     }
 }
@@ -324,6 +340,8 @@ struct CudaState {
     graph: Option<StepGraph>,
     graph_failed: bool,
     len: usize,
+    /// The device choice's buffers, made at its first use.
+    chooser: Option<Chooser>,
 }
 
 impl CudaState {
@@ -349,6 +367,60 @@ impl CudaState {
         let s = &self.shared;
         // Generations on this decoder share the streaming slots: one pass sequence at a time.
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
+        self.passes(tokens)?;
+        let mut logits = vec![0.0f32; s.model.vocab];
+        self.buffers.logits.read(&self.stream, &mut logits)?;
+        self.finish(tokens.len())?;
+        Ok(logits)
+    }
+
+    /// Runs the passes, then chooses on the device: only the id comes back.
+    fn run_choose(&mut self, tokens: &[i32], spec: &SamplingSpec<'_>) -> Result<i32, Error> {
+        let shared = Arc::clone(&self.shared);
+        let s = &shared;
+        let _slots = s.residency.pager.as_ref().map(|p| p.lock());
+        self.passes(tokens)?;
+        let ops = Ops {
+            k: &s.kernels,
+            stream: &self.stream,
+            pager: None,
+        };
+        let logits = (self.buffers.logits.ptr, s.model.vocab);
+        let chooser = self.chooser.as_mut().ok_or(Error::Invalid {
+            what: "device choice",
+            why: "no buffers".into(),
+        })?;
+        chooser.enqueue(&self.stream, &ops, logits, spec)?;
+        self.finish(tokens.len())?;
+        self.chooser.as_ref().map_or(
+            Err(Error::Invalid {
+                what: "device choice",
+                why: "no buffers".into(),
+            }),
+            Chooser::read,
+        )
+    }
+
+    /// Waits for the step (an explicit synchronize: what the host reads next was copied on
+    /// this stream) and does its accounting.
+    fn finish(&self, tokens: usize) -> Result<(), Error> {
+        let s = &self.shared;
+        self.stream.synchronize().map_err(|e| Error::Cuda {
+            what: "forward pass",
+            message: format!("{e:?}"),
+        })?;
+        if tokens == 1
+            && let Some(pager) = &s.residency.pager
+        {
+            pager.account_pass();
+        }
+        Ok(())
+    }
+
+    /// Enqueues the forward passes over `tokens` (the graph for a single token).
+    fn passes(&mut self, tokens: &[i32]) -> Result<(), Error> {
+        let shared = Arc::clone(&self.shared);
+        let s = &shared;
         let mut past = self.len;
         for chunk in tokens.chunks(CHUNK) {
             let m = chunk.len();
@@ -384,23 +456,11 @@ impl CudaState {
             }
             past += m;
         }
-        let mut logits = vec![0.0f32; s.model.vocab];
-        self.buffers.logits.read(&self.stream, &mut logits)?;
-        self.stream.synchronize().map_err(|e| Error::Cuda {
-            what: "forward pass",
-            message: format!("{e:?}"),
-        })?;
-        if tokens.len() == 1
-            && let Some(pager) = &s.residency.pager
-        {
-            pager.account_pass();
-        }
-        Ok(logits)
+        Ok(())
     }
-}
 
-impl DecodeBackend for CudaState {
-    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+    /// The checks of a step's input against the cache.
+    fn check_input(&self, input: &StepInput<'_>) -> genai_engine::Result<()> {
         let past = input.total_len.checked_sub(input.new_len);
         if past != Some(self.len) {
             return Err(genai_engine::Error::InvalidState(format!(
@@ -438,9 +498,38 @@ impl DecodeBackend for CudaState {
                 ),
             }));
         }
+        Ok(())
+    }
+}
+
+impl DecodeBackend for CudaState {
+    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
+        self.check_input(input)?;
         let logits = self.run(input.tokens).map_err(engine_error)?;
         self.len = input.total_len;
         Ok(logits)
+    }
+
+    fn forward_choose(
+        &mut self,
+        input: &StepInput<'_>,
+        spec: &SamplingSpec<'_>,
+    ) -> genai_engine::Result<Option<i32>> {
+        if !self.shared.device_choice || spec.no_repeat_ngram != 0 {
+            return Ok(None);
+        }
+        self.check_input(input)?;
+        if self.chooser.is_none() {
+            let chooser = Chooser::new(&self.stream, self.buffers.capacity);
+            self.chooser = Some(chooser.map_err(engine_error)?);
+        }
+        let ids = process_ids(spec).0.len();
+        if !self.chooser.as_ref().is_some_and(|c| c.fits(ids)) {
+            return Ok(None);
+        }
+        let token = self.run_choose(input.tokens, spec).map_err(engine_error)?;
+        self.len = input.total_len;
+        Ok(Some(token))
     }
 
     fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {

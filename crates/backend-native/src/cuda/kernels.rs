@@ -25,7 +25,7 @@ pub(crate) struct Kernels {
     pub cached: usize,
 }
 
-fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     move |e| Error::Cuda {
         what,
         message: format!("{e:?}"),
@@ -91,7 +91,7 @@ impl Kernels {
         })
     }
 
-    fn get(&self, name: &'static str) -> Result<&CudaFunction, Error> {
+    pub(crate) fn get(&self, name: &'static str) -> Result<&CudaFunction, Error> {
         self.functions.get(name).ok_or(Error::Cuda {
             what: "kernel lookup",
             message: format!("{name} is not loaded"),
@@ -109,7 +109,7 @@ fn decode_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
+pub(crate) fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: grid,
         block_dim: (block, 1, 1),
@@ -143,6 +143,7 @@ macro_rules! launch {
         unsafe { builder.launch($cfg) }.map(|_| ()).map_err(launch_error("kernel launch"))
     }};
 }
+pub(crate) use launch;
 
 /// The kernels bound to a stream, with the pager of the pass when weights are streamed.
 pub(crate) struct Ops<'a> {

@@ -1,6 +1,7 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`), attention over a split KV cache, the
-//! fused decode attention (`decode.rs`), argmax. Run by
+//! fused decode attention (`decode.rs`), argmax, the device token choice against the host's
+//! (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 mod decode;
 mod linear;
+mod sampling;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -119,6 +121,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
         checks.push(decode::check(&ctx, &mut rng, case)?);
     }
     checks.push(argmax(&ctx, &mut rng)?);
+    checks.extend(sampling::checks(&ctx, &mut rng)?);
     Ok(checks)
 }
 

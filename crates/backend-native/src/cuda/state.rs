@@ -3,7 +3,7 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::kernels::{ARGMAX_PARTS, DecodeHeads, DevPtr, Ops};
+use crate::cuda::kernels::{DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel};
 use crate::cuda::weights::QuantScratch;
@@ -36,10 +36,6 @@ pub(crate) struct Buffers {
     qa: DevBuf<i8>,
     sa: DevBuf<f32>,
     pub logits: DevBuf<f32>,
-    /// The argmax of `logits` after each pass, and its first pass's partials.
-    pub argmax: DevBuf<i32>,
-    argmax_v: DevBuf<f32>,
-    argmax_i: DevBuf<i32>,
     /// Per layer: keys and values `[kv_heads, capacity, head_size]`.
     kv: Vec<(DevBuf<f32>, DevBuf<f32>)>,
 }
@@ -96,7 +92,6 @@ impl Sizes {
             + self.h
             + self.quant.1
             + model.vocab
-            + 2 * ARGMAX_PARTS
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
             + 8;
@@ -149,9 +144,6 @@ impl Buffers {
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
             sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
-            argmax: DevBuf::zeros(stream, 1)?,
-            argmax_v: z(ARGMAX_PARTS)?,
-            argmax_i: DevBuf::zeros(stream, ARGMAX_PARTS)?,
             kv,
         })
     }
@@ -243,10 +235,7 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         1,
         act,
         scratch,
-    )?;
-    // The greedy choice stays on the device, for a sampler that needs no logits on the host.
-    let parts = (b.argmax_v.ptr, b.argmax_i.ptr);
-    ops.argmax(b.logits.ptr, model.vocab, parts, b.argmax.ptr)
+    )
 }
 
 fn attention_block(

@@ -2,7 +2,9 @@
 //! runs with equal checksums returned bitwise-equal logits (the benchmark's byte-exactness check
 //! across VRAM budgets, taken on the warm-up run so the timed runs pay nothing).
 
-use genai_engine::{BackendCounters, BackendInfo, DecodeBackend, Decoder, StartOptions, StepInput};
+use genai_engine::{
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, SamplingSpec, StartOptions, StepInput,
+};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,6 +87,19 @@ impl DecodeBackend for Hashed {
         let logits = self.inner.forward_all(input)?;
         self.record(&logits);
         Ok(logits)
+    }
+
+    /// While hashing, every step returns its logits (so they are hashed); otherwise the inner
+    /// backend may choose on its device, as it would unwrapped.
+    fn forward_choose(
+        &mut self,
+        input: &StepInput<'_>,
+        spec: &SamplingSpec<'_>,
+    ) -> genai_engine::Result<Option<i32>> {
+        if self.shared.on.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        self.inner.forward_choose(input, spec)
     }
 
     fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {

@@ -127,7 +127,7 @@ impl Chooser {
                 DevBuf::zeros(stream, ARGMAX_PARTS)?,
                 DevBuf::zeros(stream, ARGMAX_PARTS)?,
             ),
-            result: PinnedBuf::from_bytes(stream.context(), &SENTINEL.to_ne_bytes(), false)?,
+            result: PinnedBuf::from_slice(stream.context(), &[SENTINEL], false)?,
         })
     }
 

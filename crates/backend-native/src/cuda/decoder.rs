@@ -364,7 +364,8 @@ impl CudaState {
     }
 
     fn run(&mut self, tokens: &[i32]) -> Result<Vec<f32>, Error> {
-        let s = &self.shared;
+        let shared = Arc::clone(&self.shared);
+        let s = &shared;
         // Generations on this decoder share the streaming slots: one pass sequence at a time.
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
         self.passes(tokens)?;

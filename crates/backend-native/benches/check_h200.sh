@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The native CUDA decoder on the H200 machine in ONE call of at most ~9 minutes: per-kernel
+# checks against the CPU kernels, the device token choice against the host's, CUDA vs CPU
+# parity on every fixture, weight paging (bitwise equal to resident), then the real shapes made
+# with the builder and benched graph on (and eager for A/B), and an ncu per-kernel profile of
+# eager decode steps. Every stage has its own timeout; later stages are skipped when time is
+# short. Logs and a summary go to $OUT (or ./cuda-check-out).
+#
+# Build here (the GPU machine has no Rust), from the repository root:
+#   cargo build --release --features cuda -p genai-bridge
+#   cargo test --release -p genai-backend-native --features cuda --no-run
+#   mkdir -p carry/cuda && cp target/release/genai-bridge carry/cuda/
+#   for t in cuda_kernels cuda_parity cuda_paging cuda_sampling; do
+#       cp "$(ls -t target/release/deps/$t-* | grep -v '\.d$' | head -1)" carry/cuda/$t
+#   done
+#   strip carry/cuda/*
+# and the builder package of onnxruntime-genai 0.18 (its onnxruntime_genai/models folder with an
+# __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
+# paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
+# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), DECODE_TOKENS (default 256), BUDGET_S (530).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out="${OUT:-cuda-check-out}"
+mkdir -p "$out"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GENAI_BRIDGE_KERNEL_CACHE=/tmp/genai-kernels HF_HUB_OFFLINE=1
+export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}"
+export GENAI_FIXTURES="$PWD/models/fixtures"
+stages=" ${STAGES:-kernels sampling parity paging bench profile} "
+bin=carry/cuda
+models=/tmp/bench-models
+start=$SECONDS
+status=0
+left() { echo $((${BUDGET_S:-530} - (SECONDS - start))); }
+want() { [[ "$stages" == *" $1 "* ]]; }
+nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv | tee "$out/gpu.txt"
+
+# Runs a test binary with a timeout; prints its verdict and time.
+run_test() {
+    local name=$1 limit=$2
+    shift 2
+    [[ -x "$bin/$name" ]] || { echo "$name: MISSING $bin/$name"; status=1; return; }
+    timeout "$limit" "$bin/$name" "$@" >"$out/$name.log" 2>&1 || status=1
+    echo "$name: $(grep -E '^test result' "$out/$name.log" | tail -1 | cut -c1-90), $((SECONDS - start)) s"
+    grep -E "FAIL|DIFFER|panicked|NOT RUN" "$out/$name.log" | head -12
+}
+
+want kernels && run_test cuda_kernels 150 --test-threads=1 --nocapture
+want sampling && run_test cuda_sampling 60 --test-threads=1 --nocapture
+want parity && GENAI_PARITY_OUT="$out/parity.jsonl" run_test cuda_parity 150 --test-threads=1
+want paging && run_test cuda_paging 120 --test-threads=1
+
+# The real shapes: make each model once, bench graph on then eager.
+if want bench && [[ -d carry/bench/site ]]; then
+    for precision in ${PRECISIONS:-fp16}; do
+        for shape in ${SHAPES:-qwen2.5-1.5b qwen2.5-0.5b}; do
+            [[ $(left) -gt 90 ]] || { echo "$shape $precision: skipped, $(left) s left"; continue; }
+            dir="$models/$shape-$precision-cuda"
+            [[ -f "$dir/genai_config.json" ]] ||
+                timeout 200 python3 models/make_bench_models.py --shape "$shape" \
+                    --precision "$precision" --ep cuda --device cuda --out "$models" \
+                    >>"$out/make.log" 2>&1
+            [[ -f "$dir/genai_config.json" ]] || { echo "$shape $precision: not made"; tail -3 "$out/make.log"; continue; }
+            for graph in 1 0; do
+                GENAI_BRIDGE_CUDA_GRAPH=$graph timeout 90 "$bin/genai-bridge" bench "$dir" \
+                    --backend native --device cuda --prompt-tokens 128 \
+                    --decode-tokens "${DECODE_TOKENS:-256}" --runs 2 --json 2>&1 |
+                    tee -a "$out/bench.jsonl" | cut -c1-300
+            done
+        done
+    done
+fi
+
+# Per-kernel times of eager decode steps (after the prompt) on one shape.
+dir="$models/${PROFILE_SHAPE:-qwen2.5-1.5b}-fp16-cuda"
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+if want profile && [[ -n "$ncu" && -f "$dir/genai_config.json" && $(left) -gt 60 ]]; then
+    GENAI_BRIDGE_CUDA_GRAPH=0 timeout $(($(left) - 10)) "$ncu" --clock-control none \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum --launch-skip 3000 \
+        --launch-count 400 --csv "$bin/genai-bridge" bench "$dir" --backend native \
+        --device cuda --prompt-tokens 128 --decode-tokens 16 --runs 1 --json \
+        >"$out/ncu.csv" 2>"$out/ncu.err"
+    python3 crates/backend-native/benches/ncu_summary.py "$out/ncu.csv" | tee "$out/ncu.txt"
+fi
+echo "done in $((SECONDS - start)) s, status $status; logs in $out"
+exit $status

@@ -17,7 +17,7 @@ use crate::cuda::kernels::{Kernels, Ops};
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
-use crate::cuda::state::{Buffers, CHUNK, enqueue};
+use crate::cuda::state::{Buffers, CHUNK, enqueue, estimated_state_bytes};
 use crate::error::Error;
 use crate::paging::{Reservation, VramBudget};
 use cudarc::driver::CudaStream;
@@ -129,13 +129,14 @@ impl CudaDecoder {
         let limit = device_memory_limit(options)?;
         let driver_free = device.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
         let free = limit.map_or(driver_free, |l| l.min(driver_free));
-        // Streaming may be needed: read the weights first, then plan where they go.
-        let may_stream = options.vram_budget.is_some() || estimated_bytes(plan) > free;
-        let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
         let planned_length = options
             .planned_length
             .unwrap_or(plan.dims.max_positions)
             .clamp(1, plan.dims.max_positions.max(1));
+        // Streaming may be needed: read the weights first, then plan where they go.
+        let may_stream = options.vram_budget.is_some()
+            || estimated_bytes(plan) + estimated_state_bytes(plan, planned_length) > free;
+        let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
         let residency = if may_stream {
             residency::place(
                 &device,

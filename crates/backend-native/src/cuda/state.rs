@@ -99,6 +99,25 @@ impl Sizes {
     }
 }
 
+/// An upper bound of [`Buffers::bytes`] from the plan alone, before the model is read: every
+/// activation buffer as wide as twice the widest linear output (a gate and an up projection)
+/// or the attention's split partials, the int8 scratch as wide as the widest input. Used only
+/// to decide whether the model may not fit (an overestimate costs host memory during load,
+/// never a wrong placement: the residency planner then sizes everything exactly).
+pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity: usize) -> u64 {
+    let d = plan.dims;
+    let linears = plan.linears();
+    let widest_out = linears.iter().map(|l| l.n).max().unwrap_or(0);
+    let widest_in = linears.iter().map(|l| l.k).max().unwrap_or(0).max(d.hidden);
+    let splits = capacity.div_ceil(ATTN_CHUNK).max(1);
+    let activations = 3 * d.hidden
+        + 6 * widest_out.max(d.heads * d.head_size)
+        + d.heads * (d.head_size + 3) * splits
+        + 2 * widest_in;
+    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity;
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 8) as u64
+}
+
 impl Buffers {
     /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace).
     pub fn bytes(model: &DevModel, capacity: usize) -> usize {

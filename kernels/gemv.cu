@@ -1,8 +1,8 @@
 // Dense linear layers y = x W (+ bias) for f32 activations and f32/f16/bf16 weights stored
 // `[n, k]` (one output per row, transposed from MatMul's B at upload). `split` warps (1, 2, 4
 // or 8) per output column; each warp computes up to GEMV_ROWS rows of x (grid.y covers the
-// rest), so prefill re-reads the weights m / GEMV_ROWS times; the gemv_decode_* entries are the
-// same code for one row (fewer registers, more warps in flight) and serve decode steps.
+// rest), so prefill re-reads the weights m / GEMV_ROWS times. Decode steps (one row) use the
+// gemv_decode_* entries below, written for bytes in flight rather than reuse of x.
 //
 // Bandwidth: a lane owns 8-value units u = part * 32 + lane + i * 32 * split (i = 0, 1, ...)
 // of its column and issues GEMV_LOADS independent 16-byte weight loads per iteration before
@@ -101,11 +101,6 @@ extern "C" __global__ void __launch_bounds__(256)
     gemv_body<float, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-    gemv_decode_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-                   int k, int m, int split, int glu, int act) {
-    gemv_body<float, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
-}
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
@@ -113,11 +108,6 @@ extern "C" __global__ void __launch_bounds__(256)
     gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-    gemv_decode_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-                   int k, int m, int split, int glu, int act) {
-    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
-}
 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
@@ -125,8 +115,158 @@ extern "C" __global__ void __launch_bounds__(256)
     gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-    gemv_decode_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-                    int k, int m, int split, int glu, int act) {
-    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
+// ---- Decode: one row of x -------------------------------------------------------------------
+//
+// Blocks of DEC_WARPS warps and no shared-memory staging, so a warp issues its weight loads at
+// once instead of after a block-wide barrier. A warp owns DEC_COLS adjacent columns (a GLU
+// launch's (gate, up) pair lives in one warp) and `split` warps of a block share a column
+// pair, each taking every split-th 32-unit stretch of the row. Per iteration a lane issues
+// 4 independent 16-byte weight loads per column (8 units of f32 need two) that bypass L1,
+// keeping L1 for x, which every warp of the SM re-reads. A lane adds its units in increasing
+// order, the warp sums by butterfly and the split partials are summed in warp order: the same
+// products in the same order whatever the alignment (scalar loads of the same values when a
+// row or x is not 16-byte aligned), so the bits depend on (k, n) and the values only.
+
+#define DEC_WARPS 4
+#define DEC_COLS 2
+
+__device__ __forceinline__ uint4 load_stream16(const void* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// The raw bytes of the 8-value unit at column c of a weight row (zero past k).
+template <typename W>
+__device__ __forceinline__ void fetch_unit(const W* wr, int c, int k, bool vec,
+                                           uint4 (&raw)[sizeof(W) / 2]) {
+    if (vec) {
+#pragma unroll
+        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = load_stream16(wr + c + h * (16 / sizeof(W)));
+    } else {
+        W tmp[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) tmp[e] = c + e < k ? wr[c + e] : (W)0;
+#pragma unroll
+        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = ((const uint4*)tmp)[h];
+    }
+}
+
+// acc + the unit's 8 products, in order. kind: 0 f32, 1 f16, 2 bf16 weights.
+template <int KIND, int H>
+__device__ __forceinline__ float dot_unit(const uint4 (&raw)[H], const float* xv, float acc) {
+    u32 words[4 * H];
+#pragma unroll
+    for (int h = 0; h < H; h++) {
+        words[4 * h] = raw[h].x;
+        words[4 * h + 1] = raw[h].y;
+        words[4 * h + 2] = raw[h].z;
+        words[4 * h + 3] = raw[h].w;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        float wv;
+        if (KIND == 0) {
+            wv = __uint_as_float(words[e]);
+        } else {
+            u16 bits = (u16)(e & 1 ? words[e / 2] >> 16 : words[e / 2] & 0xffffu);
+            wv = KIND == 1 ? f16_to_f32(bits) : bf16_to_f32(bits);
+        }
+        acc = fmaf(wv, xv[e], acc);
+    }
+    return acc;
+}
+
+template <typename W, int KIND>
+__device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
+                                                 const float* __restrict__ x,
+                                                 const float* __restrict__ bias,
+                                                 float* __restrict__ y, int n, int k, int split,
+                                                 int glu, int act) {
+    constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
+    constexpr int L = 4 / H;          // units per column per lane per iteration
+    __shared__ float red[DEC_WARPS][DEC_COLS];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int col0 = (blockIdx.x * (DEC_WARPS / split) + warp / split) * DEC_COLS;
+    int part = warp % split;
+    int units = (k + 7) / 8;
+    bool vec = (k % 8) == 0 && (((size_t)w & 15) == 0);
+    bool xvec = ((size_t)x & 15) == 0;
+    const W* wr[DEC_COLS];
+    bool valid[DEC_COLS];
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) {
+        valid[j] = col0 + j < n;
+        wr[j] = w + (size_t)(valid[j] ? col0 + j : 0) * k;
+    }
+    float acc[DEC_COLS];
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
+    const int stride = 32 * split;
+    for (int u0 = part * 32 + lane; u0 < units; u0 += L * stride) {
+        uint4 raw[DEC_COLS][L][H];
+#pragma unroll
+        for (int l = 0; l < L; l++) {
+            int u = u0 + l * stride;
+#pragma unroll
+            for (int j = 0; j < DEC_COLS; j++)
+                if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
+        }
+#pragma unroll
+        for (int l = 0; l < L; l++) {
+            int u = u0 + l * stride;
+            if (u >= units) break;
+            float xv[8];
+            x_unit(nullptr, 0, x, 0, 0, u * 8, k, false, xvec, xv);
+#pragma unroll
+            for (int j = 0; j < DEC_COLS; j++)
+                if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) {
+        float v = warp_sum(acc[j]);
+        if (lane == 0) red[warp][j] = v;
+    }
+    if (split > 1) __syncthreads();
+    if (lane != 0 || part != 0) return;
+    float sum[DEC_COLS];
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) {
+        sum[j] = 0.0f;
+        for (int p = 0; p < split; p++) sum[j] += red[warp + p][j];
+    }
+    if (glu >= 0) {
+        if (!valid[1]) return;
+        float g = sum[0], u = sum[1];
+        if (bias) {
+            g += bias[col0];
+            u += bias[col0 + 1];
+        }
+        y[col0 / 2] = activation_outlined(g, glu) * u;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++)
+        if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    gemv_decode_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
+                    int split, int glu, int act) {
+    gemv_decode_body<float, 0>(w, x, bias, y, n, k, split, glu, act);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    gemv_decode_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
+                    int split, int glu, int act) {
+    gemv_decode_body<u16, 1>(w, x, bias, y, n, k, split, glu, act);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
+                     int split, int glu, int act) {
+    gemv_decode_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);
 }

@@ -17,7 +17,8 @@
 # and the builder package of onnxruntime-genai 0.18 (its onnxruntime_genai/models folder with an
 # __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
 # paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
-# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), DECODE_TOKENS (default 256), BUDGET_S (530).
+# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_SKIP/PROFILE_COUNT (ncu launches skipped/profiled),
+# DECODE_TOKENS (default 256), BUDGET_S (530).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-check-out}"
@@ -26,7 +27,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PAT
 export GENAI_BRIDGE_KERNEL_CACHE=/tmp/genai-kernels HF_HUB_OFFLINE=1
 export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}"
 export GENAI_FIXTURES="$PWD/models/fixtures"
-stages=" ${STAGES:-kernels sampling parity paging bench profile} "
+stages=" ${STAGES:-kernels sampling parity paging bench profile nsys} "
 bin=carry/cuda
 models=/tmp/bench-models
 start=$SECONDS
@@ -75,12 +76,27 @@ fi
 dir="$models/${PROFILE_SHAPE:-qwen2.5-1.5b}-fp16-cuda"
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if want profile && [[ -n "$ncu" && -f "$dir/genai_config.json" && $(left) -gt 60 ]]; then
+    # The warm-up run's prompt takes ~8 launches per layer, each decode step ~7 per layer:
+    # skipping PROFILE_SKIP (1000) launches lands inside the warm-up's decode steps.
     GENAI_BRIDGE_CUDA_GRAPH=0 timeout $(($(left) - 10)) "$ncu" --clock-control none \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum --launch-skip 3000 \
-        --launch-count 400 --csv "$bin/genai-bridge" bench "$dir" --backend native \
-        --device cuda --prompt-tokens 128 --decode-tokens 16 --runs 1 --json \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+        --launch-skip "${PROFILE_SKIP:-1000}" --launch-count "${PROFILE_COUNT:-400}" --csv \
+        "$bin/genai-bridge" bench "$dir" --backend native --device cuda --prompt-tokens 128 \
+        --decode-tokens 64 --runs 1 --json \
         >"$out/ncu.csv" 2>"$out/ncu.err"
     python3 crates/backend-native/benches/ncu_summary.py "$out/ncu.csv" | tee "$out/ncu.txt"
+fi
+# Kernel times inside the replayed graphs (nsys traces graph nodes; ncu cannot), when present.
+nsys=$(command -v nsys || ls /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/bin/nsys 2>/dev/null | head -1)
+if want nsys && [[ -n "$nsys" && -f "$dir/genai_config.json" && $(left) -gt 60 ]]; then
+    timeout $(($(left) - 10)) "$nsys" profile --cuda-graph-trace=node -o /tmp/decode-trace -f true \
+        "$bin/genai-bridge" bench "$dir" --backend native --device cuda --prompt-tokens 128 \
+        --decode-tokens 64 --runs 1 --json >"$out/nsys.log" 2>&1
+    "$nsys" stats --report cuda_gpu_kern_sum --format csv /tmp/decode-trace.nsys-rep \
+        >"$out/nsys-kernels.csv" 2>>"$out/nsys.log"
+    head -25 "$out/nsys-kernels.csv" | cut -c1-160
+elif want nsys; then
+    echo "nsys: not run (${nsys:-no nsys on this machine})"
 fi
 echo "done in $((SECONDS - start)) s, status $status; logs in $out"
 exit $status

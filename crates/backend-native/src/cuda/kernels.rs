@@ -216,6 +216,24 @@ impl LinearShape {
         split
     }
 
+    /// Warps sharing a column pair in the one-row kernels (`gemv_decode_*`): doubled (up to
+    /// [`DEC_WARPS`]) while the launch has fewer than [`TARGET_WARPS`] warps and each warp
+    /// keeps at least 256 values of a row. Depends on (k, n) only.
+    fn decode_split(&self) -> usize {
+        let pairs = self.n.div_ceil(DEC_COLS);
+        let mut split = 1;
+        while split < DEC_WARPS && pairs * split < TARGET_WARPS && self.k / (split * 2) >= 256 {
+            split *= 2;
+        }
+        split
+    }
+
+    fn decode_grid(&self) -> Result<(u32, u32, u32), Error> {
+        let pairs_per_block = DEC_WARPS / self.decode_split();
+        let blocks = self.n.div_ceil(DEC_COLS).div_ceil(pairs_per_block);
+        Ok((grid_dim("gemv columns", blocks)?, 1, 1))
+    }
+
     /// Rows of x one block computes (`GEMV_ROWS`, or 1 for the decode entries).
     fn block_rows(&self) -> usize {
         if self.m == 1 { 1 } else { GEMV_ROWS }
@@ -247,6 +265,10 @@ impl LinearShape {
 const GEMV_ROWS: usize = 4;
 /// Warps per linear block (`GEMV_WARPS`).
 const GEMV_WARPS: usize = 8;
+/// Warps per block of the one-row dense kernels (`DEC_WARPS` in kernels/gemv.cu).
+const DEC_WARPS: usize = 4;
+/// Adjacent columns one warp of those kernels computes (`DEC_COLS`).
+const DEC_COLS: usize = 2;
 /// Warps a linear launch aims to have: about 23 per SM on an H200's 132 SMs, enough 16-byte
 /// loads in flight to cover DRAM latency at full bandwidth.
 const TARGET_WARPS: usize = 3072;
@@ -484,9 +506,25 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let f = self
-            .k
-            .get(if s.m == 1 { decode_kernel(kind) } else { kind })?;
+        if s.m == 1 {
+            let f = self.k.get(decode_kernel(kind))?;
+            let split = int("split", s.decode_split())?;
+            return launch!(
+                self.stream,
+                f,
+                cfg(s.decode_grid()?, 32 * DEC_WARPS as u32, 0),
+                &w,
+                &x,
+                &bias,
+                &y,
+                &n,
+                &k,
+                &split,
+                &s.glu,
+                &act
+            );
+        }
+        let f = self.k.get(kind)?;
         let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
             self.stream,

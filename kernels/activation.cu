@@ -4,6 +4,7 @@
 
 extern "C" __global__ void gated_f32(const float* __restrict__ gu, float* __restrict__ h, int w,
                                      int total, int kind) {
+    pdl_enter();
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int r = i / w, c = i - r * w;
         const float* row = gu + (size_t)r * 2 * w;
@@ -12,6 +13,7 @@ extern "C" __global__ void gated_f32(const float* __restrict__ gu, float* __rest
 }
 
 extern "C" __global__ void activate_f32(float* __restrict__ x, int total, int kind) {
+    pdl_enter();
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
         x[i] = activation(x[i], kind);
 }

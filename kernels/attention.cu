@@ -152,6 +152,7 @@ extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
                                          float scale, int window, float softcap, int splits,
                                          float* __restrict__ out, int* __restrict__ counts,
                                          int act) {
+    pdl_enter();
     __shared__ int last;
     int h = blockIdx.y, t = blockIdx.z;
     attention_split(qkv, ld, k_cache, v_cache, step, part, heads, kv_heads, hs, capacity, scale,

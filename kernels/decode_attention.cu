@@ -65,6 +65,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                          int capacity, float* __restrict__ part, int* __restrict__ counts,
                          float* __restrict__ out, int heads, int kv_heads, int hs, float scale,
                          int window, float softcap, int act) {
+    pdl_enter();
     __shared__ __align__(16) float ks[DA_STAGE];
     __shared__ __align__(16) float vs[DA_STAGE];
     __shared__ __align__(16) float qs[DA_HEADS * DA_MAX_HS];

@@ -6,6 +6,7 @@ extern "C" __global__ void embedding_f32(const float* __restrict__ table,
                                          const int* __restrict__ ids, const int* __restrict__ step,
                                          float* __restrict__ x, int hidden, int vocab,
                                          int has_scale, float scale, int act) {
+    pdl_enter();
     int t = blockIdx.x;
     int id = ids[t];
     int pos = step[0] + t;

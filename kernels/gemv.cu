@@ -98,6 +98,7 @@ __device__ __forceinline__ void gemv_body(const W* __restrict__ w, const float* 
 extern "C" __global__ void __launch_bounds__(256)
     gemv_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
             int k, int m, int split, int glu, int act) {
+    pdl_enter();
     gemv_body<float, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
@@ -105,6 +106,7 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(256)
     gemv_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
             int k, int m, int split, int glu, int act) {
+    pdl_enter();
     gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
 }
 
@@ -112,6 +114,7 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(256)
     gemv_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
              int k, int m, int split, int glu, int act) {
+    pdl_enter();
     gemv_body<u16, GEMV_ROWS>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
 }
 
@@ -179,6 +182,21 @@ __device__ __forceinline__ float dot_unit(const uint4 (&raw)[H], const float* xv
     return acc;
 }
 
+// One iteration's loads: L units (stride apart from u0) of each valid column.
+template <typename W, int L, int H>
+__device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
+                                            const bool (&valid)[DEC_COLS], int u0, int stride,
+                                            int units, int k, bool vec,
+                                            uint4 (&raw)[DEC_COLS][L][H]) {
+#pragma unroll
+    for (int l = 0; l < L; l++) {
+        int u = u0 + l * stride;
+#pragma unroll
+        for (int j = 0; j < DEC_COLS; j++)
+            if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
+    }
+}
+
 template <typename W, int KIND>
 __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  const float* __restrict__ x,
@@ -205,15 +223,15 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
     const int stride = 32 * split;
-    for (int u0 = part * 32 + lane; u0 < units; u0 += L * stride) {
-        uint4 raw[DEC_COLS][L][H];
-#pragma unroll
-        for (int l = 0; l < L; l++) {
-            int u = u0 + l * stride;
-#pragma unroll
-            for (int j = 0; j < DEC_COLS; j++)
-                if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
-        }
+    uint4 raw[DEC_COLS][L][H];
+    // The first loads read weights only, so they go out before waiting for the kernel that
+    // writes x (programmatic dependent launch; see pdl_enter in prelude.cuh).
+    pdl_trigger();
+    int u0 = part * 32 + lane;
+    fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
+    pdl_wait();
+    for (; u0 < units; u0 += L * stride) {
+        if (u0 != part * 32 + lane) fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
 #pragma unroll
         for (int l = 0; l < L; l++) {
             int u = u0 + l * stride;

@@ -107,6 +107,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __rest
                                          const float* __restrict__ bias, float* __restrict__ y,
                                          int ldy, int n, int k, int m, int bs, int split, int glu,
                                          int act) {
+    pdl_enter();
     int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
@@ -117,6 +118,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_f32(const 
                                          const float* __restrict__ bias, float* __restrict__ y,
                                          int ldy, int n, int k, int m, int bs, int split, int glu,
                                          int act) {
+    pdl_enter();
     int4_f32_body<1>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
@@ -124,6 +126,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_f32(const 
 extern "C" __global__ void quantize_blocks_f32(const float* __restrict__ x, int ldx, int k,
                                                int bs, i8* __restrict__ qa,
                                                float* __restrict__ sa) {
+    pdl_enter();
     int b = blockIdx.x, r = blockIdx.y, lane = threadIdx.x;
     int nb = gridDim.x;
     const float* xr = x + (size_t)r * ldx;
@@ -266,6 +269,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restr
                                         const float* __restrict__ bias, float* __restrict__ y,
                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
+    pdl_enter();
     int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
@@ -276,5 +280,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_i8(const u
                                         const float* __restrict__ bias, float* __restrict__ y,
                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
+    pdl_enter();
     int4_i8_body<1>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }

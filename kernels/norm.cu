@@ -17,6 +17,7 @@ extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __r
                                          const float* __restrict__ bias, float* out, int width,
                                          int per_row, int ld, float eps, int rms, int write_sum,
                                          int act) {
+    pdl_enter();
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;

@@ -42,6 +42,30 @@ __device__ __forceinline__ float round_act(float x, int act) {
     return x;
 }
 
+// Programmatic dependent launch (sm_90 and later). A kernel launched with the programmatic
+// stream serialization attribute may start while the kernel before it still runs;
+// griddepcontrol.wait then blocks until that kernel has completed and its writes are visible
+// (it returns at once for a kernel launched without the attribute). launch_dependents lets the
+// next kernel start early. Every kernel calls pdl_enter() before it touches memory that an
+// earlier kernel writes or reads; the dense decode GEMV issues its first weight loads (weights
+// are never written by a kernel) between the two.
+__device__ __forceinline__ void pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_enter() {
+    pdl_trigger();
+    pdl_wait();
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);

@@ -11,6 +11,7 @@ extern "C" __global__ void rotary_append_f32(float* __restrict__ qkv, int ld,
                                              int kv_heads, int hs, int rotary_dim, int interleaved,
                                              float* __restrict__ k_cache,
                                              float* __restrict__ v_cache, int capacity, int act) {
+    pdl_enter();
     int t = blockIdx.x, hh = blockIdx.y;
     int pos = step[0] + t;
     float* v = qkv + (size_t)t * ld + (size_t)hh * hs;

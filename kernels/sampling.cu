@@ -39,6 +39,7 @@ __device__ __forceinline__ void block_best(float& bv, int& bi) {
 
 extern "C" __global__ void argmax_partial_f32(const float* __restrict__ logits, int n,
                                               float* __restrict__ pv, int* __restrict__ pi) {
+    pdl_enter();
     float bv = NEG_INF;
     int bi = 0x7fffffff;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -53,6 +54,7 @@ extern "C" __global__ void argmax_partial_f32(const float* __restrict__ logits, 
 extern "C" __global__ void argmax_final_f32(const float* __restrict__ pv,
                                             const int* __restrict__ pi, int parts,
                                             int* __restrict__ out) {
+    pdl_enter();
     float bv = NEG_INF;
     int bi = 0x7fffffff;
     for (int i = threadIdx.x; i < parts; i += blockDim.x) better(bv, bi, pv[i], pi[i]);
@@ -78,6 +80,7 @@ typedef unsigned long long u64;
 extern "C" __global__ void logits_process_f32(float* __restrict__ logits, int n,
                                               const int* __restrict__ params,
                                               const int* __restrict__ ids) {
+    pdl_enter();
     int np = params[SP_N_PENALIZED], ns = params[SP_N_SUPPRESSED];
     float pen = __int_as_float(params[SP_PENALTY]);
     int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -326,6 +329,7 @@ __device__ u64 kept_weight(const float* __restrict__ logits, int n, u32 ck, int 
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
     sample_f32(const float* __restrict__ logits, int n, const int* __restrict__ params,
                int* __restrict__ out) {
+    pdl_enter();
     int top_k = params[SP_TOP_K];
     float top_p = __int_as_float(params[SP_TOP_P]);
     float temperature = __int_as_float(params[SP_TEMPERATURE]);

@@ -18,7 +18,7 @@
 # __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
 # paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
 # fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_SKIP/PROFILE_COUNT (ncu launches skipped/profiled),
-# DECODE_TOKENS (default 256), BUDGET_S (530).
+# MODES (default "graph eager"; also nopdl), DECODE_TOKENS (default 256), BUDGET_S (530).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-check-out}"
@@ -62,11 +62,14 @@ if want bench && [[ -d carry/bench/site ]]; then
                     --precision "$precision" --ep cuda --device cuda --out "$models" \
                     >>"$out/make.log" 2>&1
             [[ -f "$dir/genai_config.json" ]] || { echo "$shape $precision: not made"; tail -3 "$out/make.log"; continue; }
-            for graph in 1 0; do
-                GENAI_BRIDGE_CUDA_GRAPH=$graph timeout 90 "$bin/genai-bridge" bench "$dir" \
+            for mode in ${MODES:-graph eager}; do
+                # graph: the default; eager: no graph; nopdl: graph, plain launches.
+                GENAI_BRIDGE_CUDA_GRAPH=$([[ $mode == eager ]] && echo 0 || echo 1) \
+                    GENAI_BRIDGE_PDL=$([[ $mode == nopdl ]] && echo 0 || echo 1) \
+                    timeout 90 "$bin/genai-bridge" bench "$dir" \
                     --backend native --device cuda --prompt-tokens 128 \
                     --decode-tokens "${DECODE_TOKENS:-256}" --runs 2 --json 2>&1 |
-                    tee -a "$out/bench.jsonl" | cut -c1-300
+                    sed "s/^{/{\"mode\":\"$mode\",/" | tee -a "$out/bench.jsonl" | cut -c1-200
             done
         done
     done

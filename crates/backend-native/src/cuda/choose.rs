@@ -7,7 +7,7 @@ use crate::cuda::kernels::{ARGMAX_PARTS, DevPtr, Ops, cfg, int, launch, launch_e
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pinned::PinnedBuf;
 use crate::error::Error;
-use cudarc::driver::{CudaStream, PushKernelArg, sys};
+use cudarc::driver::{CudaStream, sys};
 use genai_engine::{Choice, SamplingSpec};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -82,7 +82,7 @@ impl Ops<'_> {
         })?;
         let f = self.k.get("logits_process_f32")?;
         let c = cfg((blocks, 1, 1), PROCESS_THREADS as u32, 0);
-        launch!(self.stream, f, c, &logits, &ni, &params, &ids)
+        launch!(self, f, c, &logits, &ni, &params, &ids)
     }
 
     /// out[0] = the sampled token of `n` logits with the parameters at `params`.
@@ -96,7 +96,7 @@ impl Ops<'_> {
         let ni = int("vocab", n)?;
         let f = self.k.get("sample_f32")?;
         launch!(
-            self.stream,
+            self,
             f,
             cfg((1, 1, 1), SAMPLE_THREADS, 0),
             &logits,

@@ -305,4 +305,55 @@ mod tests {
         assert_ne!(a, cache_key(s, "sm_90", (13, 1)));
         assert_eq!(a, cache_key(s, "sm_90", (13, 0)));
     }
+
+    /// The text between the `{` that opens the body of the function named `name` and its
+    /// matching `}`.
+    fn body<'a>(code: &'a str, name: &str) -> Option<&'a str> {
+        let at = code.find(&format!(" {name}("))?;
+        let open = at + code[at..].find('{')?;
+        let mut depth = 0;
+        for (i, c) in code[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(&code[open + 1..open + i]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Kernels are launched as programmatic dependent launches on sm_90: each must wait for the
+    /// kernel before it (pdl_enter or pdl_wait, itself or in the `*_body` it calls) or it could
+    /// read activations that are not written yet.
+    #[test]
+    fn every_kernel_waits_for_the_kernel_before_it() {
+        for source in SOURCES {
+            for symbol in source.symbols {
+                let code = source.code;
+                let own = body(code, symbol).unwrap_or_else(|| panic!("{symbol}: no body"));
+                let waits = |b: &str| b.contains("pdl_enter();") || b.contains("pdl_wait();");
+                let through_body = own
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|w| w.ends_with("_body"))
+                    .any(|callee| body(code, callee).is_some_and(waits));
+                assert!(
+                    waits(own) || through_body,
+                    "{symbol} ({}.cu) never calls pdl_enter/pdl_wait",
+                    source.family
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_body_finder_fails_on_a_kernel_without_the_wait() {
+        let code = "extern \"C\" __global__ void k(int* x) { if (x) { x[0] = 1; } }";
+        let b = body(code, "k").expect("body");
+        assert!(b.contains("x[0] = 1;") && !b.contains("pdl_wait"));
+    }
 }

@@ -359,6 +359,8 @@ impl CudaState {
             k: &s.kernels,
             stream: &self.stream,
             pager: pass.as_ref(),
+            // The pager's copies and event waits sit between kernels: plain launches then.
+            pdl: s.kernels.pdl && pass.is_none(),
         };
         enqueue(&ops, &s.model, &self.buffers, m)?;
         pass.map_or(Ok(()), PagerPass::end)
@@ -382,10 +384,12 @@ impl CudaState {
         let s = &shared;
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
         self.passes(tokens)?;
+        // After the step (a graph launch or eager kernels): plain launches.
         let ops = Ops {
             k: &s.kernels,
             stream: &self.stream,
             pager: None,
+            pdl: false,
         };
         let logits = (self.buffers.logits.ptr, s.model.vocab);
         let chooser = self.chooser.as_mut().ok_or(Error::Invalid {

@@ -12,6 +12,8 @@ pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
     /// NVRTC target, e.g. `sm_90`.
     pub arch: String,
+    /// Compute capability major version (9 for Hopper).
+    pub major: i32,
     pub name: String,
     pub total_mem: usize,
 }
@@ -49,6 +51,7 @@ impl Device {
         Ok(Device {
             ctx,
             arch: format!("sm_{major}{minor}"),
+            major,
             name,
             total_mem,
         })

@@ -7,7 +7,7 @@ use crate::cuda::compile::{self, Origin, SOURCES};
 use crate::cuda::device::Device;
 use crate::cuda::pager::PagerPass;
 use crate::error::Error;
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
@@ -23,7 +23,13 @@ pub(crate) struct Kernels {
     /// Families compiled by NVRTC at this load, and read from the disk cache.
     pub compiled: usize,
     pub cached: usize,
+    /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
+    /// and `GENAI_BRIDGE_PDL` is not `0`.
+    pub pdl: bool,
 }
+
+/// Set to `0` to launch every kernel only after the one before it has completed.
+pub const PDL_ENV: &str = "GENAI_BRIDGE_PDL";
 
 pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     move |e| Error::Cuda {
@@ -88,6 +94,7 @@ impl Kernels {
             functions,
             compiled,
             cached,
+            pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
         })
     }
 
@@ -134,13 +141,13 @@ fn grid_dim(what: &'static str, v: usize) -> Result<u32, Error> {
 
 /// Launches `$f` on `$stream` with the given config and arguments (each a local value).
 macro_rules! launch {
-    ($stream:expr, $f:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
-        let mut builder = $stream.launch_builder($f);
-        $(builder.arg($arg);)+
+    ($ops:expr, $f:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
+        let mut params = [$($crate::cuda::kernels::param($arg)),+];
         // SAFETY: every argument matches the kernel's C signature in kernels/*.cu (device
-        // addresses as u64, int as i32, float as f32), and the addresses point to live
-        // allocations sized by `state.rs` for the dimensions passed alongside them.
-        unsafe { builder.launch($cfg) }.map(|_| ()).map_err(launch_error("kernel launch"))
+        // addresses as u64, int as i32, float as f32), the addresses point to live
+        // allocations sized by `state.rs` for the dimensions passed alongside them, and
+        // `params` (pointers to those arguments) outlives the call, which copies them.
+        unsafe { $crate::cuda::kernels::launch_raw($ops.stream, $f, $cfg, &mut params, $ops.pdl) }
     }};
 }
 pub(crate) use launch;
@@ -150,6 +157,61 @@ pub(crate) struct Ops<'a> {
     pub k: &'a Kernels,
     pub stream: &'a CudaStream,
     pub pager: Option<&'a PagerPass<'a>>,
+    /// Launch with programmatic stream serialization (see `pdl_enter` in
+    /// kernels/prelude.cuh): each kernel may start while the one before it finishes.
+    pub pdl: bool,
+}
+
+/// A kernel parameter: the address of an argument with a C layout.
+pub(crate) fn param<T: cudarc::driver::DeviceRepr>(value: &T) -> *mut std::ffi::c_void {
+    (value as *const T).cast_mut().cast()
+}
+
+/// Launches `f` with `params` (pointers to the arguments, in order) on `stream`; with `pdl`,
+/// as a programmatic dependent launch.
+///
+/// # Safety
+/// `params` must match the kernel's signature and point to values that live through the call;
+/// every address among them must be valid for what the kernel reads and writes.
+pub(crate) unsafe fn launch_raw(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    params: &mut [*mut std::ffi::c_void],
+    pdl: bool,
+) -> Result<(), Error> {
+    use cudarc::driver::sys;
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(launch_error("kernel launch"))?;
+    // SAFETY: an all-zero attribute is a valid (ignored) value of this plain C union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: u32::from(pdl),
+    };
+    // SAFETY: `config` and `attr` live through the call; the caller guarantees `params`.
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &config,
+            f.cu_function(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(launch_error("kernel launch"))
 }
 
 impl Ops<'_> {
@@ -313,18 +375,7 @@ impl Ops<'_> {
         let f = self.k.get("embedding_f32")?;
         let c = cfg((grid_dim("tokens", m)?, 1, 1), 256, 0);
         launch!(
-            self.stream,
-            f,
-            c,
-            &table,
-            &positions,
-            &ids,
-            &step,
-            &x,
-            &hidden,
-            &vocab,
-            &has_scale,
-            &scale,
+            self, f, c, &table, &positions, &ids, &step, &x, &hidden, &vocab, &has_scale, &scale,
             &act
         )
     }
@@ -361,20 +412,7 @@ impl Ops<'_> {
         let f = self.k.get("skip_norm_f32")?;
         let c = cfg((grid_dim("rows", rows)?, 1, 1), threads, 0);
         launch!(
-            self.stream,
-            f,
-            c,
-            &x,
-            &delta,
-            &weight,
-            &bias,
-            &out,
-            &w,
-            &pr,
-            &ld,
-            &eps,
-            &rms,
-            &write_sum,
+            self, f, c, &x, &delta, &weight, &bias, &out, &w, &pr, &ld, &eps, &rms, &write_sum,
             &act
         )
     }
@@ -411,23 +449,8 @@ impl Ops<'_> {
         let c = cfg(grid, 128, 0);
         let (cos, sin) = cos_sin;
         launch!(
-            self.stream,
-            f,
-            c,
-            &qkv,
-            &ld,
-            &step,
-            &cos,
-            &sin,
-            &h,
-            &kvh,
-            &hs_i,
-            &rd,
-            &inter,
-            &k_cache,
-            &v_cache,
-            &cap,
-            &act
+            self, f, c, &qkv, &ld, &step, &cos, &sin, &h, &kvh, &hs_i, &rd, &inter, &k_cache,
+            &v_cache, &cap, &act
         )
     }
 
@@ -470,7 +493,7 @@ impl Ops<'_> {
             grid_dim("tokens", m)?,
         );
         launch!(
-            self.stream,
+            self,
             f,
             cfg(grid, 256, 0),
             &qkv,
@@ -510,7 +533,7 @@ impl Ops<'_> {
             let f = self.k.get(decode_kernel(kind))?;
             let split = int("split", s.decode_split())?;
             return launch!(
-                self.stream,
+                self,
                 f,
                 cfg(s.decode_grid()?, 32 * DEC_WARPS as u32, 0),
                 &w,
@@ -527,7 +550,7 @@ impl Ops<'_> {
         let f = self.k.get(kind)?;
         let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
-            self.stream,
+            self,
             f,
             cfg(s.grid()?, 256, shared),
             &w,
@@ -566,7 +589,7 @@ impl Ops<'_> {
         })?;
         let shared = s.stage_f32(s.k.div_ceil(block) * block);
         launch!(
-            self.stream,
+            self,
             f,
             cfg(s.grid()?, 256, shared),
             &packed,
@@ -606,17 +629,7 @@ impl Ops<'_> {
         let nb = s.k.div_ceil(block);
         let f = self.k.get("quantize_blocks_f32")?;
         let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
-        launch!(
-            self.stream,
-            f,
-            cfg(grid, 32, 0),
-            &x,
-            &ldx,
-            &k,
-            &bs,
-            &qa,
-            &sa
-        )?;
+        launch!(self, f, cfg(grid, 32, 0), &x, &ldx, &k, &bs, &qa, &sa)?;
         let f = self.k.get(if s.m == 1 {
             "gemv_decode_int4_i8"
         } else {
@@ -624,7 +637,7 @@ impl Ops<'_> {
         })?;
         let shared = s.stage_i8(block);
         launch!(
-            self.stream,
+            self,
             f,
             cfg(s.grid()?, 256, shared),
             &packed,
@@ -659,7 +672,7 @@ impl Ops<'_> {
         let f = self.k.get("gated_f32")?;
         let blocks = grid_dim("elements", total.div_ceil(256).min(4096))?;
         launch!(
-            self.stream,
+            self,
             f,
             cfg((blocks, 1, 1), 256, 0),
             &gu,
@@ -675,7 +688,7 @@ impl Ops<'_> {
         let ti = int("elements", total)?;
         let f = self.k.get("activate_f32")?;
         let blocks = grid_dim("elements", total.div_ceil(256).min(4096))?;
-        launch!(self.stream, f, cfg((blocks, 1, 1), 256, 0), &x, &ti, &kind)
+        launch!(self, f, cfg((blocks, 1, 1), 256, 0), &x, &ti, &kind)
     }
 
     /// out[0] = argmax of `n` logits; `(pv, pi)` hold [`ARGMAX_PARTS`] partials.
@@ -689,17 +702,9 @@ impl Ops<'_> {
         let (ni, parts) = (int("vocab", n)?, int("parts", ARGMAX_PARTS)?);
         let f = self.k.get("argmax_partial_f32")?;
         let grid = (ARGMAX_PARTS as u32, 1, 1);
-        launch!(self.stream, f, cfg(grid, 256, 0), &logits, &ni, &pv, &pi)?;
+        launch!(self, f, cfg(grid, 256, 0), &logits, &ni, &pv, &pi)?;
         let f = self.k.get("argmax_final_f32")?;
-        launch!(
-            self.stream,
-            f,
-            cfg((1, 1, 1), 1024, 0),
-            &pv,
-            &pi,
-            &parts,
-            &out
-        )
+        launch!(self, f, cfg((1, 1, 1), 1024, 0), &pv, &pi, &parts, &out)
     }
 }
 
@@ -798,7 +803,7 @@ impl Ops<'_> {
         let f = self.k.get("attention_decode_f32")?;
         let grid = (grid_dim("splits", splits)?, grid_dim("rows", rows)?, 1);
         launch!(
-            self.stream,
+            self,
             f,
             cfg(grid, 256, 0),
             &qkv,

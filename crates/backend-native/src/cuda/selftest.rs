@@ -76,6 +76,7 @@ impl Ctx {
             k: &self.kernels,
             stream: &self.stream,
             pager: None,
+            pdl: self.kernels.pdl,
         }
     }
     fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(

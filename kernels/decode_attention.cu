@@ -58,6 +58,19 @@ __device__ __forceinline__ float4 fma4(float a, float4 b, float4 acc) {
     return acc;
 }
 
+// Stages keys and values of positions c0 .. c0 + cl (except p) as rows `stride` apart.
+__device__ __forceinline__ void stage_chunk(float* ks, float* vs, const float* kbase,
+                                            const float* vbase, int c0, int cl, int p,
+                                            int units, int stride, int hs) {
+#pragma unroll 4
+    for (int i = threadIdx.x; i < cl * units; i += DA_THREADS) {
+        int j = i / units, u = i - j * units, pos = c0 + j;
+        if (pos == p) continue;
+        *(float4*)(ks + j * stride + 4 * u) = *(const float4*)(kbase + (size_t)pos * hs + 4 * u);
+        *(float4*)(vs + j * stride + 4 * u) = *(const float4*)(vbase + (size_t)pos * hs + 4 * u);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     attention_decode_f32(const float* __restrict__ qkv, const int* __restrict__ step,
                          const float* __restrict__ cos_cache, const float* __restrict__ sin_cache,
@@ -65,7 +78,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                          int capacity, float* __restrict__ part, int* __restrict__ counts,
                          float* __restrict__ out, int heads, int kv_heads, int hs, float scale,
                          int window, float softcap, int act) {
-    pdl_enter();
     __shared__ __align__(16) float ks[DA_STAGE];
     __shared__ __align__(16) float vs[DA_STAGE];
     __shared__ __align__(16) float qs[DA_HEADS * DA_MAX_HS];
@@ -81,18 +93,33 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     int kvh = row / slices, slice = row % slices;
     int h0 = kvh * g + slice * DA_HEADS;
     int hg = min(DA_HEADS, g - slice * DA_HEADS);
+    // The step scalars are copied in before the pass and no kernel writes them.
+    pdl_trigger();
     int p = step[0];
-    if (p < 0 || p >= capacity) return;
+    if (p < 0 || p >= capacity) {
+        pdl_wait();
+        return;
+    }
     int lo = window > 0 ? max(0, p + 1 - window) : 0;
     int n = p + 1 - lo;
     int C = da_chunk(hs);
     int chunks = (n + C - 1) / C;
     int per = (chunks + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS;
     int splits = (chunks + per - 1) / per;
-    if (split >= splits) return;
+    if (split >= splits) {
+        pdl_wait();
+        return;
+    }
     int s0 = lo + split * per * C, s1 = min(p + 1, s0 + per * C);
     int units = hs / 4, stride = hs + 4;
     bool owner = split == splits - 1;  // the split holding position p
+    const float* kbase = k_cache + (size_t)kvh * capacity * hs;
+    const float* vbase = v_cache + (size_t)kvh * capacity * hs;
+    // The first chunk's cached positions (all before p) were written by earlier steps, never
+    // by the kernel before this one: stage them before waiting for it (position p, written
+    // below, is staged after).
+    stage_chunk(ks, vs, kbase, vbase, s0, min(C, s1 - s0), p, units, stride, hs);
+    pdl_wait();
 
     // Rotated queries of the slice's heads; the new key and value when this split holds p.
     const float* c = cos_cache + (size_t)p * (rotary_dim / 2);
@@ -120,8 +147,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         mrun[tid] = NEG_INF;
         lrun[tid] = 0.0f;
     }
-    const float* kbase = k_cache + (size_t)kvh * capacity * hs;
-    const float* vbase = v_cache + (size_t)kvh * capacity * hs;
     // Up to two float4 outputs (head, unit) per thread: hg * units <= 8 * 64 = 2 * DA_THREADS.
     float4 acc[2];
     acc[0] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -130,19 +155,12 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     for (int c0 = s0; c0 < s1; c0 += C) {
         int cl = min(C, s1 - c0);
         __syncthreads();  // the previous chunk's readers are done (and q, knew are written)
-#pragma unroll 4
-        for (int i = tid; i < cl * units; i += DA_THREADS) {
-            int j = i / units, u = i - j * units, pos = c0 + j;
-            float4 kv, vv;
-            if (pos == p) {
-                kv = ((const float4*)knew)[u];
-                vv = ((const float4*)vnew)[u];
-            } else {
-                kv = *(const float4*)(kbase + (size_t)pos * hs + 4 * u);
-                vv = *(const float4*)(vbase + (size_t)pos * hs + 4 * u);
+        if (c0 != s0) stage_chunk(ks, vs, kbase, vbase, c0, cl, p, units, stride, hs);
+        if (p >= c0 && p < c0 + cl) {
+            for (int u = tid; u < units; u += DA_THREADS) {
+                *(float4*)(ks + (p - c0) * stride + 4 * u) = ((const float4*)knew)[u];
+                *(float4*)(vs + (p - c0) * stride + 4 * u) = ((const float4*)vnew)[u];
             }
-            *(float4*)(ks + j * stride + 4 * u) = kv;
-            *(float4*)(vs + j * stride + 4 * u) = vv;
         }
         __syncthreads();
         // Scores: one (head, key) pair per thread; rows padded by 4 floats (no bank conflicts).

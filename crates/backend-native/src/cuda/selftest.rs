@@ -76,6 +76,7 @@ impl Ctx {
             k: &self.kernels,
             stream: &self.stream,
             pager: None,
+            blas: None,
         }
     }
     fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(

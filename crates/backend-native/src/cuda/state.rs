@@ -57,7 +57,7 @@ struct Sizes {
     splits: usize,
     /// Per layer: keys (and values) elements.
     kv: Vec<usize>,
-    /// Prompt GEMMs' scratch, when they are on.
+    /// Prompt GEMMs' scratch, when they are on and the layers have dense weights.
     gemm: Option<GemmScratch>,
 }
 
@@ -84,7 +84,8 @@ impl Sizes {
                 .iter()
                 .map(|l| l.kv_heads * capacity * l.head_size)
                 .collect(),
-            gemm: gemm.then(|| gemm_scratch(model)),
+            // No dense layer (int4 weights only): no handle either.
+            gemm: gemm.then(|| gemm_scratch(model)).filter(|g| g.out > 0),
         }
     }
 

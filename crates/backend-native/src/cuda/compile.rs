@@ -80,6 +80,11 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
+        family: "blas",
+        code: include_str!("../../../../kernels/blas.cu"),
+        symbols: &["cast_rows_f16", "cast_rows_bf16", "gemm_epilogue_f32"],
+    },
+    Source {
         family: "sampling",
         code: include_str!("../../../../kernels/sampling.cu"),
         symbols: &[

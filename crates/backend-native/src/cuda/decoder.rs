@@ -1,6 +1,8 @@
 //! The native CUDA decoder behind the engine's [`Decoder`] and [`DecodeBackend`] traits.
 //!
-//! Prompts run eagerly (in chunks of up to 256 tokens). Each single-token decode step runs as
+//! Prompts run eagerly (in chunks of up to 256 tokens), their dense linear layers as cuBLAS
+//! GEMMs where cuBLAS loads (`CudaOptions::prefill_gemm = Some(false)` or
+//! `GENAI_BRIDGE_PREFILL_GEMM=0` keeps the GEMV kernels). Each single-token decode step runs as
 //! one CUDA graph, captured at the generation's first decode step and replayed after: the
 //! host writes the token id and the position to device memory, launches the graph and reads the
 //! logits back. A capture that fails is counted with its reason and the generation continues
@@ -10,6 +12,7 @@
 //! inside the same captured step. `forward_choose` runs the same step and then chooses the
 //! token on the device (`choose.rs`): only its id comes back.
 
+use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
@@ -57,6 +60,10 @@ pub struct CudaOptions {
     /// Choose tokens on the device when the generator allows it (`forward_choose`); `None`:
     /// yes unless `GENAI_BRIDGE_DEVICE_SAMPLING=0`.
     pub device_sampling: Option<bool>,
+    /// Run prompts' dense linear layers as cuBLAS GEMMs (decode steps always use the GEMV
+    /// kernels); `None`: yes unless `GENAI_BRIDGE_PREFILL_GEMM=0`. Without cuBLAS: no, with
+    /// the reason in the route's reasons.
+    pub prefill_gemm: Option<bool>,
 }
 
 /// Environment variable: the most device memory the CUDA decoder treats as free, in bytes.
@@ -89,6 +96,8 @@ struct Shared {
     graph: bool,
     /// Whether `forward_choose` chooses on the device.
     device_choice: bool,
+    /// Whether generations run prompts' dense layers as cuBLAS GEMMs.
+    prefill_gemm: bool,
     /// Highest device memory in use seen (total minus free), sampled where this decoder
     /// allocates: after load, at each generation's start and after each graph capture.
     peak_device_bytes: AtomicU64,
@@ -137,14 +146,16 @@ impl CudaDecoder {
         let may_stream = options.vram_budget.is_some()
             || estimated_bytes(plan) + estimated_state_bytes(plan, planned_length) > free;
         let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
+        let (prefill_gemm, gemm_reason) = blas::choose(options.prefill_gemm, &stream);
         let residency = if may_stream {
+            let state_bytes = Buffers::bytes(&dev_model, planned_length, prefill_gemm) as u64;
             residency::place(
                 &device,
                 options.device,
                 &stream,
                 &mut dev_model,
                 options.vram_budget,
-                planned_length,
+                state_bytes,
                 free,
             )?
         } else {
@@ -173,6 +184,7 @@ impl CudaDecoder {
                 "eager"
             }
         )];
+        reasons.push(gemm_reason);
         reasons.extend(residency.reason.clone());
         let info = BackendInfo {
             backend: "native".into(),
@@ -187,6 +199,7 @@ impl CudaDecoder {
             counters: Counters::default(),
             graph,
             device_choice,
+            prefill_gemm,
             peak_device_bytes: AtomicU64::new(0),
         };
         shared.sample_memory();
@@ -233,7 +246,8 @@ impl CudaDecoder {
         let model = &self.shared.model;
         let reservation = match &self.shared.residency.budget {
             Some(budget) => {
-                let bytes = Buffers::bytes(model, options.max_length) as u64;
+                let gemm = self.shared.prefill_gemm;
+                let bytes = Buffers::bytes(model, options.max_length, gemm) as u64;
                 Some(budget.reserve(bytes).map_err(|_| Error::Invalid {
                     what: "VRAM budget",
                     why: format!(
@@ -248,7 +262,7 @@ impl CudaDecoder {
             }
             None => None,
         };
-        let buffers = Buffers::new(&stream, model, options.max_length)?;
+        let buffers = Buffers::new(&stream, model, options.max_length, self.shared.prefill_gemm)?;
         self.shared.sample_memory();
         Ok(CudaState {
             shared: Arc::clone(&self.shared),
@@ -361,6 +375,7 @@ impl CudaState {
             pager: pass.as_ref(),
             // The pager's copies and event waits sit between kernels: plain launches then.
             pdl: s.kernels.pdl && pass.is_none(),
+            blas: self.buffers.blas.as_ref(),
         };
         enqueue(&ops, &s.model, &self.buffers, m)?;
         pass.map_or(Ok(()), PagerPass::end)
@@ -390,6 +405,7 @@ impl CudaState {
             stream: &self.stream,
             pager: None,
             pdl: false,
+            blas: None,
         };
         let logits = (self.buffers.logits.ptr, s.model.vocab);
         let chooser = self.chooser.as_mut().ok_or(Error::Invalid {

@@ -3,6 +3,7 @@
 //! from the same dimensions (see `state.rs`), check the dimensions they are given, and do one
 //! launch each.
 
+use crate::cuda::blas::Blas;
 use crate::cuda::compile::{self, Origin, SOURCES};
 use crate::cuda::device::Device;
 use crate::cuda::pager::PagerPass;
@@ -162,11 +163,13 @@ macro_rules! launch {
 }
 pub(crate) use launch;
 
-/// The kernels bound to a stream, with the pager of the pass when weights are streamed.
+/// The kernels bound to a stream, with the pager of the pass when weights are streamed and
+/// the cuBLAS handle when prompts' dense layers run as GEMMs (`blas.rs`).
 pub(crate) struct Ops<'a> {
     pub k: &'a Kernels,
     pub stream: &'a CudaStream,
     pub pager: Option<&'a PagerPass<'a>>,
+    pub blas: Option<&'a Blas>,
     /// Launch with programmatic stream serialization (see `pdl_enter` in
     /// kernels/prelude.cuh): each kernel may start while the one before it finishes.
     pub pdl: bool,

@@ -3,6 +3,7 @@
 //! captured as one CUDA graph. cudarc loads the driver and NVRTC at run time, so this builds
 //! on machines with no CUDA; a missing driver or GPU is an error, never a panic.
 
+mod blas;
 mod choose;
 pub mod compile;
 mod decoder;
@@ -20,6 +21,7 @@ mod state;
 mod support;
 mod weights;
 
+pub use blas::{PREFILL_GEMM_ENV, cublas_available};
 pub use decoder::{CudaDecoder, CudaOptions, DEVICE_SAMPLING_ENV, GRAPH_ENV};
 pub use device::probe;
 pub use graph::GraphCounters;

@@ -6,7 +6,6 @@
 use crate::cuda::device::Device;
 use crate::cuda::model::{DevModel, StepItem};
 use crate::cuda::pager::{Pager, measure_link};
-use crate::cuda::state::Buffers;
 use crate::error::Error;
 use crate::paging::{
     Costs, Placement, PlanInput, Reservation, SharedBudget, VramBudget, WeightKind,
@@ -82,17 +81,17 @@ fn gb(bytes: u64) -> String {
 /// Plans and places the weights of `model` (read with nothing but the lm_head and norms
 /// uploaded) within `budget`, or, when `budget` is `None`, within `free`: the device memory
 /// that was free before the model was read (capped by the caller's limit).
-/// `planned_length` positions of KV cache are reserved in the plan.
+/// `state_bytes` (a generation's KV cache and workspace at the planned length,
+/// `Buffers::bytes`) are reserved in the plan.
 pub(crate) fn place(
     device: &Device,
     ordinal: usize,
     stream: &Arc<CudaStream>,
     model: &mut DevModel,
     budget: Option<VramBudget>,
-    planned_length: usize,
+    state_bytes: u64,
     free: u64,
 ) -> Result<Residency, Error> {
-    let state_bytes = Buffers::bytes(model, planned_length) as u64;
     let (weights, items) = model.step_weights();
     let input = PlanInput {
         weights,

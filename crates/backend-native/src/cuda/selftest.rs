@@ -1,7 +1,7 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
-//! inputs: dense and int4 linear layers (`linear.rs`), attention over a split KV cache, the
-//! fused decode attention (`decode.rs`), argmax, the device token choice against the host's
-//! (`sampling.rs`). Run by
+//! inputs: dense and int4 linear layers (`linear.rs`), the prompt GEMMs through cuBLAS
+//! (`gemm.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
+//! argmax, the device token choice against the host's (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -14,6 +14,7 @@ use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
 mod decode;
+mod gemm;
 mod linear;
 mod sampling;
 
@@ -77,6 +78,7 @@ impl Ctx {
             stream: &self.stream,
             pager: None,
             pdl: self.kernels.pdl,
+            blas: None,
         }
     }
     fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
@@ -115,6 +117,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     for case in linear::int4_cases() {
         checks.push(linear::int4(&ctx, &mut rng, case)?);
     }
+    checks.extend(gemm::checks(&ctx, &mut rng)?);
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
         checks.push(attention(&ctx, &mut rng, window, softcap)?);
     }

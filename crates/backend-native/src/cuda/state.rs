@@ -3,6 +3,8 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
+use crate::cuda::blas::{Blas, GemmScratch, GemmType};
+use crate::cuda::host::Form;
 use crate::cuda::kernels::{DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel};
@@ -38,6 +40,8 @@ pub(crate) struct Buffers {
     pub logits: DevBuf<f32>,
     /// Per layer: keys and values `[kv_heads, capacity, head_size]`.
     kv: Vec<(DevBuf<f32>, DevBuf<f32>)>,
+    /// The cuBLAS handle, workspace and scratch of prompt GEMMs, when they are on.
+    pub blas: Option<Blas>,
 }
 
 /// Element counts of one generation's buffers (f32 unless noted).
@@ -53,10 +57,12 @@ struct Sizes {
     splits: usize,
     /// Per layer: keys (and values) elements.
     kv: Vec<usize>,
+    /// Prompt GEMMs' scratch, when they are on and the layers have dense weights.
+    gemm: Option<GemmScratch>,
 }
 
 impl Sizes {
-    fn of(model: &DevModel, capacity: usize) -> Sizes {
+    fn of(model: &DevModel, capacity: usize, gemm: bool) -> Sizes {
         let layers = &model.layers;
         let max = |f: &dyn Fn(&DevLayer) -> usize| layers.iter().map(f).max().unwrap_or(0);
         let mut quant = model.lm_head.quant_scratch();
@@ -78,6 +84,8 @@ impl Sizes {
                 .iter()
                 .map(|l| l.kv_heads * capacity * l.head_size)
                 .collect(),
+            // No dense layer (int4 weights only): no handle either.
+            gemm: gemm.then(|| gemm_scratch(model)).filter(|g| g.out > 0),
         }
     }
 
@@ -95,13 +103,27 @@ impl Sizes {
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
             + 8;
-        4 * f32s + self.quant.0
+        4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
+}
+
+/// The GEMM scratch for the layers' dense linears (the lm_head runs on one row: a GEMV).
+fn gemm_scratch(model: &DevModel) -> GemmScratch {
+    let dense = model
+        .layers
+        .iter()
+        .flat_map(DevLayer::linears)
+        .filter_map(|p| match p.form {
+            Form::Dense { kernel } => GemmType::of(kernel).map(|t| (t, p.k, p.n)),
+            Form::Int4 { .. } => None,
+        });
+    GemmScratch::of(dense)
 }
 
 /// An upper bound of [`Buffers::bytes`] from the plan alone, before the model is read: every
 /// activation buffer as wide as twice the widest linear output (a gate and an up projection)
-/// or the attention's split partials, the int8 scratch as wide as the widest input. Used only
+/// or the attention's split partials, the int8 scratch as wide as the widest input, and the
+/// prompt GEMMs' workspace and scratch (as wide as the widest input and output). Used only
 /// to decide whether the model may not fit (an overestimate costs host memory during load,
 /// never a wrong placement: the residency planner then sizes everything exactly).
 pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity: usize) -> u64 {
@@ -115,17 +137,27 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
         + d.heads * (d.head_size + 3) * splits
         + 2 * widest_in;
     let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity;
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 8) as u64
+    let gemm = GemmScratch {
+        cast: CHUNK * widest_in,
+        out: CHUNK * widest_out,
+    };
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 8) as u64 + gemm.bytes() as u64
 }
 
 impl Buffers {
-    /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace).
-    pub fn bytes(model: &DevModel, capacity: usize) -> usize {
-        Sizes::of(model, capacity).bytes(model)
+    /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace;
+    /// with `gemm`, the prompt GEMMs' workspace and scratch).
+    pub fn bytes(model: &DevModel, capacity: usize, gemm: bool) -> usize {
+        Sizes::of(model, capacity, gemm).bytes(model)
     }
 
-    pub fn new(stream: &Arc<CudaStream>, model: &DevModel, capacity: usize) -> Result<Self, Error> {
-        let sizes = Sizes::of(model, capacity);
+    pub fn new(
+        stream: &Arc<CudaStream>,
+        model: &DevModel,
+        capacity: usize,
+        gemm: bool,
+    ) -> Result<Self, Error> {
+        let sizes = Sizes::of(model, capacity, gemm);
         let total = sizes.bytes(model);
         if let Ok((free, _)) = stream.context().mem_get_info()
             && total > free
@@ -164,6 +196,7 @@ impl Buffers {
             sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
             kv,
+            blas: sizes.gemm.map(|g| Blas::new(stream, g)).transpose()?,
         })
     }
 }

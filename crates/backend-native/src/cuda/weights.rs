@@ -169,7 +169,7 @@ impl DevLinear {
         let main = base + self.parts.main as u64;
         let scales = at(self.parts.scales);
         match self.form {
-            Form::Dense { kernel } => ops.gemv(kernel, main, x, bias, y, shape, act)?,
+            Form::Dense { kernel } => ops.dense(kernel, main, x, bias, y, shape, act)?,
             Form::Int4 { block, int8: true } => ops.gemv_int4_i8(
                 (main, scales, at(self.parts.zp_u8)),
                 block,

@@ -114,7 +114,7 @@ pub(super) fn int4_cases() -> Vec<Int4> {
 }
 
 /// Bytes of `values` in the precision, little-endian, after `lead` zero bytes.
-fn weight_bytes(dt: Dt, values: &[f32], lead: usize) -> Vec<u8> {
+pub(super) fn weight_bytes(dt: Dt, values: &[f32], lead: usize) -> Vec<u8> {
     let mut out = vec![0u8; lead];
     for &v in values {
         match dt {
@@ -127,7 +127,7 @@ fn weight_bytes(dt: Dt, values: &[f32], lead: usize) -> Vec<u8> {
 }
 
 /// `values` rounded to the precision (what the CPU weight holds).
-fn rounded(dt: Dt, values: &[f32]) -> Vec<f32> {
+pub(super) fn rounded(dt: Dt, values: &[f32]) -> Vec<f32> {
     match dt {
         Dt::F32 => values.to_vec(),
         Dt::F16 => values

@@ -197,14 +197,14 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
     }
 }
 
-template <typename W, int KIND, int LOADS>
+template <typename W, int KIND>
 __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ bias,
                                                  float* __restrict__ y, int n, int k, int split,
                                                  int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
-    constexpr int L = LOADS / H;      // units per column per lane per iteration
+    constexpr int L = 4 / H;          // units per column per lane per iteration (8 measured slower)
     __shared__ float red[DEC_WARPS][DEC_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col0 = (blockIdx.x * (DEC_WARPS / split) + warp / split) * DEC_COLS;
@@ -271,41 +271,20 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
         if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
 }
 
-// LOADS 16-byte loads per column per lane per iteration: 4 (gemv_decode_*) or 8
-// (gemv_decode_wide_*, twice the registers; one iteration covers a 2048-value row).
-
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<float, 0, 4>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<float, 0>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 1, 4>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 1>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 2, 4>(w, x, bias, y, n, k, split, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_wide_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int glu, int act) {
-    gemv_decode_body<float, 0, 8>(w, x, bias, y, n, k, split, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_wide_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int glu, int act) {
-    gemv_decode_body<u16, 1, 8>(w, x, bias, y, n, k, split, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_wide_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int glu, int act) {
-    gemv_decode_body<u16, 2, 8>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);
 }

@@ -18,7 +18,7 @@
 # __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
 # paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
 # fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_SKIP/PROFILE_COUNT (ncu launches skipped/profiled),
-# MODES (default "graph eager"; also nopdl, wide, nogemm), DECODE_TOKENS (default 256), BUDGET_S (530).
+# MODES (default "graph eager"; also nopdl, nogemm), DECODE_TOKENS (default 256), BUDGET_S (530).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-check-out}"
@@ -47,8 +47,6 @@ run_test() {
 }
 
 want kernels && run_test cuda_kernels 150 --test-threads=1 --nocapture
-want kernels && [[ " ${MODES:-} " == *" wide "* ]] && cp "$out/cuda_kernels.log" "$out/cuda_kernels-narrow.log" &&
-    GENAI_BRIDGE_WIDE_GEMV=1 run_test cuda_kernels 150 --test-threads=1 --nocapture
 want sampling && run_test cuda_sampling 60 --test-threads=1 --nocapture
 want parity && GENAI_PARITY_OUT="$out/parity.jsonl" run_test cuda_parity 150 --test-threads=1
 want paging && run_test cuda_paging 120 --test-threads=1
@@ -66,10 +64,9 @@ if want bench && [[ -d carry/bench/site ]]; then
             [[ -f "$dir/genai_config.json" ]] || { echo "$shape $precision: not made"; tail -3 "$out/make.log"; continue; }
             for mode in ${MODES:-graph eager}; do
                 # graph: the default; eager: no graph; nopdl: graph, plain launches;
-                # wide: graph, the wide one-row GEMV; nogemm: graph, prompts through the GEMV.
+                # nogemm: graph, prompts through the GEMV kernels.
                 GENAI_BRIDGE_CUDA_GRAPH=$([[ $mode == eager ]] && echo 0 || echo 1) \
                     GENAI_BRIDGE_PDL=$([[ $mode == nopdl ]] && echo 0 || echo 1) \
-                    GENAI_BRIDGE_WIDE_GEMV=$([[ $mode == wide ]] && echo 1 || echo 0) \
                     GENAI_BRIDGE_PREFILL_GEMM=$([[ $mode == nogemm ]] && echo 0 || echo 1) \
                     timeout 90 "$bin/genai-bridge" bench "$dir" \
                     --backend native --device cuda --prompt-tokens 128 \

@@ -63,9 +63,6 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_f32",
             "gemv_decode_f16",
             "gemv_decode_bf16",
-            "gemv_decode_wide_f32",
-            "gemv_decode_wide_f16",
-            "gemv_decode_wide_bf16",
         ],
     },
     Source {

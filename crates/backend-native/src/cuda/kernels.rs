@@ -27,8 +27,6 @@ pub(crate) struct Kernels {
     /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
     /// and `GENAI_BRIDGE_PDL` is not `0`.
     pub pdl: bool,
-    /// The one-row dense kernels' wide variant (`GENAI_BRIDGE_WIDE_GEMV=1`).
-    pub wide_gemv: bool,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -98,7 +96,6 @@ impl Kernels {
             compiled,
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
-            wide_gemv: std::env::var(WIDE_GEMV_ENV).is_ok_and(|v| v == "1"),
         })
     }
 
@@ -111,21 +108,14 @@ impl Kernels {
 }
 
 /// The one-row (decode) entry of a dense linear kernel.
-fn decode_kernel(kind: &'static str, wide: bool) -> &'static str {
-    match (kind, wide) {
-        ("gemv_f32", false) => "gemv_decode_f32",
-        ("gemv_f16", false) => "gemv_decode_f16",
-        ("gemv_bf16", false) => "gemv_decode_bf16",
-        ("gemv_f32", true) => "gemv_decode_wide_f32",
-        ("gemv_f16", true) => "gemv_decode_wide_f16",
-        ("gemv_bf16", true) => "gemv_decode_wide_bf16",
-        (other, _) => other,
+fn decode_kernel(kind: &'static str) -> &'static str {
+    match kind {
+        "gemv_f32" => "gemv_decode_f32",
+        "gemv_f16" => "gemv_decode_f16",
+        "gemv_bf16" => "gemv_decode_bf16",
+        other => other,
     }
 }
-
-/// `1`: the one-row dense kernels issue 8 loads per column per lane per iteration, not 4
-/// (an A/B switch while the choice is measured).
-const WIDE_GEMV_ENV: &str = "GENAI_BRIDGE_WIDE_GEMV";
 
 pub(crate) fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
     LaunchConfig {
@@ -543,7 +533,7 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         if s.m == 1 {
-            let f = self.k.get(decode_kernel(kind, self.k.wide_gemv))?;
+            let f = self.k.get(decode_kernel(kind))?;
             let split = int("split", s.decode_split())?;
             return launch!(
                 self,

@@ -288,3 +288,27 @@ extern "C" __global__ void __launch_bounds__(128)
         int split, int glu, int act) {
     gemv_decode_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);
 }
+
+// One row through the multi-row body (x staged in shared memory, 8 warps per block).
+extern "C" __global__ void __launch_bounds__(256, 4)
+    gemv_staged_decode_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
+        int k, int m, int split, int glu, int act) {
+    pdl_enter();
+    gemv_body<float, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
+}
+
+// One row through the multi-row body (x staged in shared memory, 8 warps per block).
+extern "C" __global__ void __launch_bounds__(256, 4)
+    gemv_staged_decode_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
+        int k, int m, int split, int glu, int act) {
+    pdl_enter();
+    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
+}
+
+// One row through the multi-row body (x staged in shared memory, 8 warps per block).
+extern "C" __global__ void __launch_bounds__(256, 4)
+    gemv_staged_decode_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
+        int k, int m, int split, int glu, int act) {
+    pdl_enter();
+    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
+}

@@ -63,6 +63,9 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_f32",
             "gemv_decode_f16",
             "gemv_decode_bf16",
+            "gemv_staged_decode_f32",
+            "gemv_staged_decode_f16",
+            "gemv_staged_decode_bf16",
         ],
     },
     Source {

@@ -27,6 +27,8 @@ pub(crate) struct Kernels {
     /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
     /// and `GENAI_BRIDGE_PDL` is not `0`.
     pub pdl: bool,
+    /// One-row dense layers through the staged body (`GENAI_BRIDGE_DECODE_GEMV=staged`).
+    pub staged_decode: bool,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -96,6 +98,7 @@ impl Kernels {
             compiled,
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
+            staged_decode: std::env::var(DECODE_GEMV_ENV).is_ok_and(|v| v == "staged"),
         })
     }
 
@@ -108,6 +111,18 @@ impl Kernels {
 }
 
 /// The one-row (decode) entry of a dense linear kernel.
+fn staged_kernel(kind: &'static str) -> &'static str {
+    match kind {
+        "gemv_f32" => "gemv_staged_decode_f32",
+        "gemv_f16" => "gemv_staged_decode_f16",
+        "gemv_bf16" => "gemv_staged_decode_bf16",
+        other => other,
+    }
+}
+
+/// `staged`: one-row dense layers run the staged multi-row body (an A/B switch).
+const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
+
 fn decode_kernel(kind: &'static str) -> &'static str {
     match kind {
         "gemv_f32" => "gemv_decode_f32",
@@ -532,7 +547,7 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        if s.m == 1 {
+        if s.m == 1 && !self.k.staged_decode {
             let f = self.k.get(decode_kernel(kind))?;
             let split = int("split", s.decode_split())?;
             return launch!(
@@ -550,7 +565,7 @@ impl Ops<'_> {
                 &act
             );
         }
-        let f = self.k.get(kind)?;
+        let f = self.k.get(if s.m == 1 { staged_kernel(kind) } else { kind })?;
         let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
             self,

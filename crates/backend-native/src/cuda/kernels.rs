@@ -565,7 +565,9 @@ impl Ops<'_> {
                 &act
             );
         }
-        let f = self.k.get(if s.m == 1 { staged_kernel(kind) } else { kind })?;
+        let f = self
+            .k
+            .get(if s.m == 1 { staged_kernel(kind) } else { kind })?;
         let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
             self,

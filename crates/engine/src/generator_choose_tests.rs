@@ -115,20 +115,7 @@ impl DecodeBackend for EmulatedState {
 }
 
 fn setup(search_json: &str, device: bool) -> (Emulated, Config, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("model.onnx"), b"").unwrap();
-    let json = format!(
-        r#"{{"model": {{"type": "llama", "vocab_size": {VOCAB}, "context_length": 64, "eos_token_id": [7, 9],
-        "pad_token_id": 0, "bos_token_id": 1, "decoder": {{"filename": "model.onnx", "head_size": 4,
-        "hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1}}}},
-        "search": {search_json}}}"#
-    );
-    let config = Config::from_json(&json, dir.path()).unwrap();
-    let info = BackendInfo {
-        backend: "test".into(),
-        device: "emulated".into(),
-        reasons: vec![],
-    };
+    let (config, info, dir) = super::tests::test_config(search_json, VOCAB, "emulated");
     let log = Arc::default();
     (Emulated { device, log, info }, config, dir)
 }

@@ -69,11 +69,17 @@ impl DecodeBackend for CountingState {
     }
 }
 
-fn setup(search_json: &str) -> (Counting, Config, tempfile::TempDir) {
+/// A one-layer llama config of `vocab` tokens (EOS 7 and 9) with `search_json`, its model folder,
+/// and a backend description on `device`: the generator tests' fixture.
+pub(super) fn test_config(
+    search_json: &str,
+    vocab: usize,
+    device: &str,
+) -> (Config, BackendInfo, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("model.onnx"), b"").unwrap();
     let json = format!(
-        r#"{{"model": {{"type": "llama", "vocab_size": {VOCAB}, "context_length": 64, "eos_token_id": [7, 9],
+        r#"{{"model": {{"type": "llama", "vocab_size": {vocab}, "context_length": 64, "eos_token_id": [7, 9],
         "pad_token_id": 0, "bos_token_id": 1, "decoder": {{"filename": "model.onnx", "head_size": 4,
         "hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1}}}},
         "search": {search_json}}}"#
@@ -81,9 +87,14 @@ fn setup(search_json: &str) -> (Counting, Config, tempfile::TempDir) {
     let config = Config::from_json(&json, dir.path()).unwrap();
     let info = BackendInfo {
         backend: "test".into(),
-        device: "cpu".into(),
+        device: device.into(),
         reasons: vec![],
     };
+    (config, info, dir)
+}
+
+fn setup(search_json: &str) -> (Counting, Config, tempfile::TempDir) {
+    let (config, info, dir) = test_config(search_json, VOCAB, "cpu");
     (
         Counting {
             script: Arc::default(),

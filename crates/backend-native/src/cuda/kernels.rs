@@ -27,8 +27,8 @@ pub(crate) struct Kernels {
     /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
     /// and `GENAI_BRIDGE_PDL` is not `0`.
     pub pdl: bool,
-    /// One-row dense layers through the staged body (`GENAI_BRIDGE_DECODE_GEMV=staged`).
-    pub staged_decode: bool,
+    /// Which kernel and split rule one-row dense layers use (`GENAI_BRIDGE_DECODE_GEMV`).
+    pub decode_gemv: DecodeGemv,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -98,7 +98,7 @@ impl Kernels {
             compiled,
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
-            staged_decode: std::env::var(DECODE_GEMV_ENV).is_ok_and(|v| v == "staged"),
+            decode_gemv: DecodeGemv::from_env(),
         })
     }
 
@@ -120,8 +120,34 @@ fn staged_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// `staged`: one-row dense layers run the staged multi-row body (an A/B switch).
+/// `staged` or `rounds` (see [`DecodeGemv`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
+
+/// The one-row dense layers' kernel and split rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DecodeGemv {
+    /// `gemv_decode_*`, split until the launch has [`TARGET_WARPS`] warps (the default).
+    Split,
+    /// The same kernel, also split until a warp walks at most [`ROUND_VALUES`] values of a
+    /// row (long rows: 8B-class k of 4096 and 14336).
+    Rounds,
+    /// The multi-row body with activations staged in shared memory.
+    Staged,
+}
+
+impl DecodeGemv {
+    fn from_env() -> DecodeGemv {
+        match std::env::var(DECODE_GEMV_ENV).as_deref() {
+            Ok("staged") => DecodeGemv::Staged,
+            Ok("rounds") => DecodeGemv::Rounds,
+            _ => DecodeGemv::Split,
+        }
+    }
+}
+
+/// Values of a row one warp of `gemv_decode_*` covers in two load rounds (4 units of 8 values
+/// per lane per round).
+const ROUND_VALUES: usize = 2 * 4 * 8 * 32;
 
 fn decode_kernel(kind: &'static str) -> &'static str {
     match kind {
@@ -299,17 +325,22 @@ impl LinearShape {
     /// Warps sharing a column pair in the one-row kernels (`gemv_decode_*`): doubled (up to
     /// [`DEC_WARPS`]) while the launch has fewer than [`TARGET_WARPS`] warps and each warp
     /// keeps at least 256 values of a row. Depends on (k, n) only.
-    fn decode_split(&self) -> usize {
+    fn decode_split(&self, rule: DecodeGemv) -> usize {
         let pairs = self.n.div_ceil(DEC_COLS);
         let mut split = 1;
         while split < DEC_WARPS && pairs * split < TARGET_WARPS && self.k / (split * 2) >= 256 {
             split *= 2;
         }
+        if rule == DecodeGemv::Rounds {
+            while split < DEC_WARPS && self.k.div_ceil(split) > ROUND_VALUES {
+                split *= 2;
+            }
+        }
         split
     }
 
-    fn decode_grid(&self) -> Result<(u32, u32, u32), Error> {
-        let pairs_per_block = DEC_WARPS / self.decode_split();
+    fn decode_grid(&self, rule: DecodeGemv) -> Result<(u32, u32, u32), Error> {
+        let pairs_per_block = DEC_WARPS / self.decode_split(rule);
         let blocks = self.n.div_ceil(DEC_COLS).div_ceil(pairs_per_block);
         Ok((grid_dim("gemv columns", blocks)?, 1, 1))
     }
@@ -547,13 +578,14 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        if s.m == 1 && !self.k.staged_decode {
+        let rule = self.k.decode_gemv;
+        if s.m == 1 && rule != DecodeGemv::Staged {
             let f = self.k.get(decode_kernel(kind))?;
-            let split = int("split", s.decode_split())?;
+            let split = int("split", s.decode_split(rule))?;
             return launch!(
                 self,
                 f,
-                cfg(s.decode_grid()?, 32 * DEC_WARPS as u32, 0),
+                cfg(s.decode_grid(rule)?, 32 * DEC_WARPS as u32, 0),
                 &w,
                 &x,
                 &bias,
@@ -875,6 +907,39 @@ mod tests {
         assert_eq!(split(64, 8960, -1), 8);
         assert_eq!(split(64, 8960, 0), 4); // GLU pairs must share a block
         assert_eq!(split(100, 100, -1), 1); // short rows
+    }
+
+    #[test]
+    fn the_rounds_rule_splits_only_long_rows() {
+        use super::DecodeGemv::{Rounds, Split};
+        let split = |n, k, rule| {
+            LinearShape {
+                m: 1,
+                k,
+                n,
+                ldx: k,
+                ldy: n,
+                glu: -1,
+            }
+            .decode_split(rule)
+        };
+        // Qwen2.5-1.5B: the same splits under both rules.
+        for (n, k) in [(2048, 1536), (1536, 1536), (17920, 1536), (1536, 8960)] {
+            assert_eq!(split(n, k, Split), split(n, k, Rounds), "n {n} k {k}");
+        }
+        // Llama-3-8B: qkv, gate/up and down get more warps per column pair.
+        assert_eq!(
+            (split(6144, 4096, Split), split(6144, 4096, Rounds)),
+            (1, 2)
+        );
+        assert_eq!(
+            (split(28672, 4096, Split), split(28672, 4096, Rounds)),
+            (1, 2)
+        );
+        assert_eq!(
+            (split(4096, 14336, Split), split(4096, 14336, Rounds)),
+            (2, 4)
+        );
     }
 
     #[test]

@@ -81,11 +81,7 @@ fn every_dense_gemv_kernel_has_a_gemm_type() {
         .iter()
         .find(|s| s.family == "gemv")
         .expect("the gemv family");
-    for symbol in gemv
-        .symbols
-        .iter()
-        .filter(|s| !s.starts_with("gemv_decode_"))
-    {
+    for symbol in gemv.symbols.iter().filter(|s| !s.contains("decode")) {
         assert!(GemmType::of(symbol).is_some(), "{symbol}");
     }
     assert_eq!(GemmType::of("gemv_int4_f32"), None);

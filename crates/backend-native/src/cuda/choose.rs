@@ -136,17 +136,17 @@ impl Chooser {
         ids <= self.ids.len
     }
 
-    /// Enqueues the choice over `logits` (`vocab` values, left processed) and the copy of the
-    /// id to page-locked memory. Read it with [`read`](Self::read) after synchronizing `ops`'s
-    /// stream.
+    /// Enqueues the choice over `logits` (`vocab` values, left processed) with the ids of
+    /// [`process_ids`]`(spec)` and the copy of the id to page-locked memory. Read it with
+    /// [`read`](Self::read) after synchronizing `ops`'s stream.
     pub fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
         ops: &Ops<'_>,
         (logits, vocab): (DevPtr, usize),
         spec: &SamplingSpec<'_>,
+        (ids, penalized): (&[i32], usize),
     ) -> Result<(), Error> {
-        let (ids, penalized) = process_ids(spec);
         if !self.fits(ids.len()) {
             return Err(Error::Length {
                 what: "penalty ids",
@@ -156,7 +156,7 @@ impl Chooser {
         }
         self.params.write(stream, &params(spec, vocab, penalized))?;
         if !ids.is_empty() {
-            self.ids.write(stream, &ids)?;
+            self.ids.write(stream, ids)?;
             let ids = (self.ids.ptr, self.ids.len);
             ops.logits_process(logits, vocab, self.params.ptr, ids)?;
         }

@@ -393,8 +393,14 @@ impl CudaState {
         Ok(logits)
     }
 
-    /// Runs the passes, then chooses on the device: only the id comes back.
-    fn run_choose(&mut self, tokens: &[i32], spec: &SamplingSpec<'_>) -> Result<i32, Error> {
+    /// Runs the passes, then chooses on the device with the processing ids `ids` (from
+    /// `process_ids`): only the id comes back.
+    fn run_choose(
+        &mut self,
+        tokens: &[i32],
+        spec: &SamplingSpec<'_>,
+        ids: (&[i32], usize),
+    ) -> Result<i32, Error> {
         let shared = Arc::clone(&self.shared);
         let s = &shared;
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
@@ -408,19 +414,16 @@ impl CudaState {
             blas: None,
         };
         let logits = (self.buffers.logits.ptr, s.model.vocab);
-        let chooser = self.chooser.as_mut().ok_or(Error::Invalid {
+        let mut chooser = self.chooser.take().ok_or(Error::Invalid {
             what: "device choice",
             why: "no buffers".into(),
         })?;
-        chooser.enqueue(&self.stream, &ops, logits, spec)?;
-        self.finish(tokens.len())?;
-        self.chooser.as_ref().map_or(
-            Err(Error::Invalid {
-                what: "device choice",
-                why: "no buffers".into(),
-            }),
-            Chooser::read,
-        )
+        let chosen = chooser
+            .enqueue(&self.stream, &ops, logits, spec, ids)
+            .and_then(|()| self.finish(tokens.len()))
+            .and_then(|()| chooser.read());
+        self.chooser = Some(chooser);
+        chosen
     }
 
     /// Waits for the step (an explicit synchronize: what the host reads next was copied on
@@ -545,11 +548,14 @@ impl DecodeBackend for CudaState {
             let chooser = Chooser::new(&self.stream, self.buffers.capacity);
             self.chooser = Some(chooser.map_err(engine_error)?);
         }
-        let ids = process_ids(spec).0.len();
-        if !self.chooser.as_ref().is_some_and(|c| c.fits(ids)) {
+        // The distinct penalised ids, computed once per step (the whole sequence's).
+        let (ids, penalized) = process_ids(spec);
+        if !self.chooser.as_ref().is_some_and(|c| c.fits(ids.len())) {
             return Ok(None);
         }
-        let token = self.run_choose(input.tokens, spec).map_err(engine_error)?;
+        let token = self
+            .run_choose(input.tokens, spec, (&ids, penalized))
+            .map_err(engine_error)?;
         self.len = input.total_len;
         Ok(Some(token))
     }

@@ -5,7 +5,7 @@
 //! twice (bitwise repeatable).
 
 use super::{Check, Ctx, Rng};
-use crate::cuda::choose::Chooser;
+use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::kernels::Ops;
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
@@ -73,7 +73,14 @@ fn device_choice(
 ) -> Result<(usize, Vec<f32>), Error> {
     dv.write(&c.stream, logits)?;
     let ops: Ops<'_> = c.ops();
-    chooser.enqueue(&c.stream, &ops, (dv.ptr, logits.len()), spec)?;
+    let (ids, penalized) = process_ids(spec);
+    chooser.enqueue(
+        &c.stream,
+        &ops,
+        (dv.ptr, logits.len()),
+        spec,
+        (&ids, penalized),
+    )?;
     c.stream.synchronize().map_err(|e| Error::Cuda {
         what: "sync",
         message: format!("{e:?}"),

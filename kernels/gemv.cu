@@ -130,16 +130,7 @@ extern "C" __global__ void __launch_bounds__(256)
 // products in the same order whatever the alignment (scalar loads of the same values when a
 // row or x is not 16-byte aligned), so the bits depend on (k, n) and the values only.
 
-#define DEC_WARPS 4
-#define DEC_COLS 2
-
-__device__ __forceinline__ uint4 load_stream16(const void* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
+// DEC_WARPS, DEC_COLS, load_stream16 and the epilogue (decode_reduce_store): prelude.cuh.
 
 // The raw bytes of the 8-value unit at column c of a weight row (zero past k).
 template <typename W>
@@ -205,7 +196,6 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
     constexpr int L = 4 / H;          // units per column per lane per iteration (8 measured slower)
-    __shared__ float red[DEC_WARPS][DEC_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col0 = (blockIdx.x * (DEC_WARPS / split) + warp / split) * DEC_COLS;
     int part = warp % split;
@@ -243,32 +233,7 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                 if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
         }
     }
-#pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) {
-        float v = warp_sum(acc[j]);
-        if (lane == 0) red[warp][j] = v;
-    }
-    if (split > 1) __syncthreads();
-    if (lane != 0 || part != 0) return;
-    float sum[DEC_COLS];
-#pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) {
-        sum[j] = 0.0f;
-        for (int p = 0; p < split; p++) sum[j] += red[warp + p][j];
-    }
-    if (glu >= 0) {
-        if (!valid[1]) return;
-        float g = sum[0], u = sum[1];
-        if (bias) {
-            g += bias[col0];
-            u += bias[col0 + 1];
-        }
-        y[col0 / 2] = activation_outlined(g, glu) * u;
-        return;
-    }
-#pragma unroll
-    for (int j = 0; j < DEC_COLS; j++)
-        if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
+    decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(128)

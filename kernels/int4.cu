@@ -12,6 +12,10 @@
 // quantize_blocks_f32 + gemv_int4_i8 (CompInt8, accuracy level 4): x is quantized per block the
 // way MLAS does (amax, scale = amax / 127, inv = 127 / amax, round half to even, zeros past K),
 // then per block d = sum qa * (q - zp) in integers and acc = fma(d, scale_w * scale_a, acc).
+//
+// One-row layers (decode steps) run the kernels of int4_decode.cu; the gemv_staged_decode_*
+// entries below run one row through these bodies (x staged, 8 warps per block), kept for an
+// A/B under GENAI_BRIDGE_DECODE_GEMV=staged.
 
 
 #define INT4_LOADS 2
@@ -111,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __rest
     int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_f32(const u8* __restrict__ packed,
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_staged_decode_int4_f32(const u8* __restrict__ packed,
                                          const float* __restrict__ scales,
                                          const float* __restrict__ zp,  // null: 8
                                          const float* __restrict__ x, int ldx,
@@ -273,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restr
     int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) gemv_decode_int4_i8(const u8* __restrict__ packed,
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_staged_decode_int4_i8(const u8* __restrict__ packed,
                                         const float* __restrict__ scales,
                                         const u8* __restrict__ zp,  // null: 8
                                         const i8* __restrict__ qa, const float* __restrict__ sa,

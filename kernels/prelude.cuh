@@ -106,6 +106,34 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 #define GEMV_WARPS 8
 #define GEMV_LOAD_BYTES 64
 
+// One-row (decode) linear kernels (gemv.cu, int4.cu): warps per block and adjacent columns
+// per warp (a GLU launch's (gate, up) pair lives in one warp).
+#define DEC_WARPS 4
+#define DEC_COLS 2
+
+// A 16-byte weight load that bypasses L1 (weights are read once per step; L1 is kept for x,
+// which every warp of an SM re-reads). Weights are never written by a kernel, so the
+// non-coherent path is safe and these loads may run before pdl_wait().
+__device__ __forceinline__ uint4 load_stream16(const void* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float load_stream_f32(const float* p) {
+    float v;
+    asm volatile("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ int load_stream_u8(const u8* p) {
+    u32 v;
+    asm volatile("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=r"(v) : "l"(p));
+    return (int)v;
+}
+
 // Bytes of dynamic shared memory this launch has.
 __device__ __forceinline__ u32 dynamic_smem_bytes() {
     u32 v;
@@ -221,4 +249,43 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
             linear_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
         }
     }
+}
+
+// The one-row kernels' epilogue: each warp's DEC_COLS partials are summed by butterfly, the
+// `split` warps sharing a column pair (adjacent in the block) are summed in warp order, so the
+// result does not depend on timing, and the pair is stored through linear_store, or with
+// glu >= 0 as activation(gate, glu) * up at column col0 / 2 (no rounding: the MLP runs in
+// f32). Every thread of the block must call it (it synchronises when split > 1).
+__device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
+                                                    const bool (&valid)[DEC_COLS], int col0,
+                                                    int split, const float* bias, float* y,
+                                                    int glu, int act) {
+    __shared__ float red[DEC_WARPS][DEC_COLS];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) {
+        float v = warp_sum(acc[j]);
+        if (lane == 0) red[warp][j] = v;
+    }
+    if (split > 1) __syncthreads();
+    if (lane != 0 || warp % split != 0) return;
+    float sum[DEC_COLS];
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) {
+        sum[j] = 0.0f;
+        for (int p = 0; p < split; p++) sum[j] += red[warp + p][j];
+    }
+    if (glu >= 0) {
+        if (!valid[1]) return;
+        float g = sum[0], u = sum[1];
+        if (bias) {
+            g += bias[col0];
+            u += bias[col0 + 1];
+        }
+        y[col0 / 2] = activation_outlined(g, glu) * u;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++)
+        if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
 }

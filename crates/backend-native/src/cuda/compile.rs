@@ -73,11 +73,16 @@ pub const SOURCES: &[Source] = &[
         code: include_str!("../../../../kernels/int4.cu"),
         symbols: &[
             "gemv_int4_f32",
-            "gemv_decode_int4_f32",
+            "gemv_staged_decode_int4_f32",
             "quantize_blocks_f32",
             "gemv_int4_i8",
-            "gemv_decode_int4_i8",
+            "gemv_staged_decode_int4_i8",
         ],
+    },
+    Source {
+        family: "int4_decode",
+        code: include_str!("../../../../kernels/int4_decode.cu"),
+        symbols: &["gemv_decode_int4_f32", "gemv_decode_int4_i8"],
     },
     Source {
         family: "blas",

@@ -12,6 +12,8 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
+mod int4;
+
 /// Blocks of the first argmax pass (and partials it leaves).
 pub(crate) const ARGMAX_PARTS: usize = 128;
 
@@ -123,7 +125,8 @@ fn staged_kernel(kind: &'static str) -> &'static str {
 /// `staged` or `rounds` (see [`DecodeGemv`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
-/// The one-row dense layers' kernel and split rule.
+/// The one-row linear layers' kernel and split rule (`Rounds` applies to dense layers only;
+/// int4 layers have their own rule, `decode_split_int4`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DecodeGemv {
     /// `gemv_decode_*`, split until the launch has [`TARGET_WARPS`] warps (the default).
@@ -131,7 +134,7 @@ pub(crate) enum DecodeGemv {
     /// The same kernel, also split until a warp walks at most [`ROUND_VALUES`] values of a
     /// row (long rows: 8B-class k of 4096 and 14336).
     Rounds,
-    /// The multi-row body with activations staged in shared memory.
+    /// The multi-row bodies with activations staged in shared memory (dense and int4).
     Staged,
 }
 
@@ -339,8 +342,9 @@ impl LinearShape {
         split
     }
 
-    fn decode_grid(&self, rule: DecodeGemv) -> Result<(u32, u32, u32), Error> {
-        let pairs_per_block = DEC_WARPS / self.decode_split(rule);
+    /// The grid of a one-row launch with `split` warps per column pair.
+    fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
+        let pairs_per_block = DEC_WARPS / split;
         let blocks = self.n.div_ceil(DEC_COLS).div_ceil(pairs_per_block);
         Ok((grid_dim("gemv columns", blocks)?, 1, 1))
     }
@@ -357,12 +361,6 @@ impl LinearShape {
         stage_bytes(self.block_rows() * kp * 4)
     }
 
-    /// The CompInt8 stage: block scales, then int8 rows (`int4_i8_body`).
-    fn stage_i8(&self, block: usize) -> u32 {
-        let (nb, rows) = (self.k.div_ceil(block), self.block_rows());
-        stage_bytes((rows * nb * 4).next_multiple_of(16) + rows * nb * block)
-    }
-
     fn grid(&self) -> Result<(u32, u32, u32), Error> {
         Ok((
             grid_dim("gemv columns", self.n.div_ceil(GEMV_WARPS / self.split()))?,
@@ -376,7 +374,7 @@ impl LinearShape {
 const GEMV_ROWS: usize = 4;
 /// Warps per linear block (`GEMV_WARPS`).
 const GEMV_WARPS: usize = 8;
-/// Warps per block of the one-row dense kernels (`DEC_WARPS` in kernels/gemv.cu).
+/// Warps per block of the one-row kernels (`DEC_WARPS` in kernels/prelude.cuh).
 const DEC_WARPS: usize = 4;
 /// Adjacent columns one warp of those kernels computes (`DEC_COLS`).
 const DEC_COLS: usize = 2;
@@ -393,17 +391,6 @@ fn stage_bytes(bytes: usize) -> u32 {
     } else {
         0
     }
-}
-
-/// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
-fn check_block(block: usize) -> Result<i32, Error> {
-    if ![16, 32, 64, 128, 256].contains(&block) {
-        return Err(Error::Invalid {
-            what: "block_size",
-            why: format!("{block} (16, 32, 64, 128 or 256)"),
-        });
-    }
-    int("block_size", block)
 }
 
 impl Ops<'_> {
@@ -581,11 +568,12 @@ impl Ops<'_> {
         let rule = self.k.decode_gemv;
         if s.m == 1 && rule != DecodeGemv::Staged {
             let f = self.k.get(decode_kernel(kind))?;
+            let grid = s.decode_grid(s.decode_split(rule))?;
             let split = int("split", s.decode_split(rule))?;
             return launch!(
                 self,
                 f,
-                cfg(s.decode_grid(rule)?, 32 * DEC_WARPS as u32, 0),
+                cfg(grid, 32 * DEC_WARPS as u32, 0),
                 &w,
                 &x,
                 &bias,
@@ -614,96 +602,6 @@ impl Ops<'_> {
             &n,
             &k,
             &m,
-            &split,
-            &s.glu,
-            &act
-        )
-    }
-
-    /// MatMulNBits linear, dequantising to f32 (CompFp32).
-    #[allow(clippy::too_many_arguments)]
-    pub fn gemv_int4_f32(
-        &self,
-        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
-        block: usize,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
-        s: LinearShape,
-        act: i32,
-    ) -> Result<(), Error> {
-        let (m, k, n, ldx, ldy, split) = s.check()?;
-        let bs = check_block(block)?;
-        let f = self.k.get(if s.m == 1 {
-            "gemv_decode_int4_f32"
-        } else {
-            "gemv_int4_f32"
-        })?;
-        let shared = s.stage_f32(s.k.div_ceil(block) * block);
-        launch!(
-            self,
-            f,
-            cfg(s.grid()?, 256, shared),
-            &packed,
-            &scales,
-            &zp,
-            &x,
-            &ldx,
-            &bias,
-            &y,
-            &ldy,
-            &n,
-            &k,
-            &m,
-            &bs,
-            &split,
-            &s.glu,
-            &act
-        )
-    }
-
-    /// MatMulNBits linear with int8 activations (CompInt8): quantizes x into `qa`/`sa`, then
-    /// the integer products.
-    #[allow(clippy::too_many_arguments)]
-    pub fn gemv_int4_i8(
-        &self,
-        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
-        block: usize,
-        x: DevPtr,
-        (qa, sa): (DevPtr, DevPtr),
-        bias: DevPtr,
-        y: DevPtr,
-        s: LinearShape,
-        act: i32,
-    ) -> Result<(), Error> {
-        let (m, k, n, ldx, ldy, split) = s.check()?;
-        let bs = check_block(block)?;
-        let nb = s.k.div_ceil(block);
-        let f = self.k.get("quantize_blocks_f32")?;
-        let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
-        launch!(self, f, cfg(grid, 32, 0), &x, &ldx, &k, &bs, &qa, &sa)?;
-        let f = self.k.get(if s.m == 1 {
-            "gemv_decode_int4_i8"
-        } else {
-            "gemv_int4_i8"
-        })?;
-        let shared = s.stage_i8(block);
-        launch!(
-            self,
-            f,
-            cfg(s.grid()?, 256, shared),
-            &packed,
-            &scales,
-            &zp,
-            &qa,
-            &sa,
-            &bias,
-            &y,
-            &ldy,
-            &n,
-            &k,
-            &m,
-            &bs,
             &split,
             &s.glu,
             &act
@@ -958,7 +856,7 @@ mod tests {
         assert_eq!(s(5, 4096).stage_f32(4096), 0);
         assert_eq!(s(1, 8960).stage_i8(32), 280 * 4 + 8960);
         assert_eq!(s(1, 100).stage_i8(16), 32 + 7 * 16); // 7 scales padded to 32 bytes
-        assert!(super::check_block(48).is_err());
+        assert!(super::int4::check_block(48).is_err());
     }
 
     #[test]
@@ -967,6 +865,8 @@ mod tests {
         for (name, value) in [
             ("GEMV_ROWS", super::GEMV_ROWS),
             ("GEMV_WARPS", super::GEMV_WARPS),
+            ("DEC_WARPS", super::DEC_WARPS),
+            ("DEC_COLS", super::DEC_COLS),
         ] {
             let line = format!("#define {name} {value}\n");
             assert!(

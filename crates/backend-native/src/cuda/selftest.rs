@@ -1,5 +1,5 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
-//! inputs: dense and int4 linear layers (`linear.rs`), the prompt GEMMs through cuBLAS
+//! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
 //! argmax, the device token choice against the host's (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
@@ -14,7 +14,9 @@ use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
 mod decode;
+mod epilogue;
 mod gemm;
+mod int4;
 mod linear;
 mod sampling;
 
@@ -114,8 +116,8 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     for case in linear::dense_cases() {
         checks.push(linear::dense(&ctx, &mut rng, case)?);
     }
-    for case in linear::int4_cases() {
-        checks.push(linear::int4(&ctx, &mut rng, case)?);
+    for case in int4::cases() {
+        checks.push(int4::check(&ctx, &mut rng, case)?);
     }
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {

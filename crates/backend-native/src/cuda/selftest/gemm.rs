@@ -5,6 +5,7 @@
 //! (bias and activation rounding, or the GLU pairs). The epilogue kernel alone is checked bit
 //! for bit against the host, ties and overflow included.
 
+use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
 use super::linear::{Dt, rounded, weight_bytes};
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
@@ -140,60 +141,12 @@ fn check(name: String, got: Option<&[f32]>, want: &[f32], limit: f32) -> Check {
     }
 }
 
-fn max_abs(v: &[f32]) -> f32 {
-    v.iter().fold(1e-30f32, |m, x| m.max(x.abs()))
-}
-
 /// Relative difference allowed between the GEMM's f32 sums and the CPU's over the same
 /// inputs: 1e-5 as every f32 kernel here; half-precision weights run on tensor cores, whose f32
 /// accumulation truncates (rounds toward zero) instead of rounding to nearest, an error of up
 /// to one ulp (2^-23) per accumulation step rather than half of one, and of one sign: 3e-5.
 fn sum_tol(dt: Dt) -> f32 {
     if dt == Dt::F32 { 1e-5 } else { 3e-5 }
-}
-
-/// Largest relative rounding step (one ulp) of the activation precision.
-fn act_ulp(act: i32) -> f32 {
-    match act {
-        1 => (-10f32).exp2(),
-        2 => (-7f32).exp2(),
-        _ => 0.0,
-    }
-}
-
-fn round_act(v: f32, act: i32) -> f32 {
-    match act {
-        1 => half::f16::from_f32(v).to_f32(),
-        2 => half::bf16::from_f32(v).to_f32(),
-        _ => v,
-    }
-}
-
-/// The GEMV epilogue on the host (`linear_store`, or the GLU pairs through the CPU kernels).
-fn host_epilogue(sums: &[f32], bias: Option<&[f32]>, n: usize, act: i32, glu: i32) -> Vec<f32> {
-    let b = |j: usize| bias.map_or(0.0, |b| b[j]);
-    if glu < 0 {
-        let store = |(i, &v): (usize, &f32)| match (act, bias) {
-            (0, None) => v,
-            (0, Some(_)) => v + b(i % n),
-            (_, None) => round_act(v, act),
-            (_, Some(_)) => round_act(round_act(v, act) + b(i % n), act),
-        };
-        return sums.iter().enumerate().map(store).collect();
-    }
-    let pairs = n / 2;
-    let mut gate: Vec<f32> = (0..sums.len() / 2)
-        .map(|i| sums[2 * i] + b(2 * (i % pairs)))
-        .collect();
-    match glu {
-        0 => cpu::silu(&mut gate),
-        1 => cpu::gelu(&mut gate),
-        _ => cpu::gelu_tanh(&mut gate),
-    }
-    gate.iter()
-        .enumerate()
-        .map(|(i, g)| g * (sums[2 * i + 1] + b(2 * (i % pairs) + 1)))
-        .collect()
 }
 
 /// `[m, k]` x `[k, n]` on the CPU (no bias).
@@ -287,16 +240,7 @@ fn case_checks(
             act,
         )
     })?;
-    // The sums differ by d <= tol * R (R = max |sums|). Rounding a value moves it by less
-    // than one ulp of its precision, so two roundings add at most ulp * (R + W) (W = max |y|).
-    // GLU: act(g) * u with g and u off by d and below G = R + 1 (bias) moves by at most
-    // (max |act'| <= 1.13 plus 1) * d * G, plus the activation functions' own ulps (1e-6).
-    let (r, wm) = (max_abs(&exact), max_abs(&want));
-    let limit = if glu >= 0 {
-        2.2 * tol * r * (r + 1.0) / wm + 1e-6
-    } else {
-        (tol * r + act_ulp(act) * (r + wm)) / wm
-    };
+    let limit = epilogue_limit(tol, &exact, &want, act, glu);
     let epi = if glu >= 0 {
         ["SiLU", "GELU", "GELU tanh"][glu.clamp(0, 2) as usize].to_string() + " GLU"
     } else {

@@ -1,0 +1,262 @@
+//! The MatMulNBits (int4) launches: one-row layers through `kernels/int4_decode.cu` (or the
+//! staged bodies of `kernels/int4.cu` under `GENAI_BRIDGE_DECODE_GEMV=staged`), several rows
+//! through `kernels/int4.cu`; and the one-row kernels' split rule.
+
+use super::{
+    DEC_COLS, DEC_WARPS, DecodeGemv, DevPtr, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int,
+    launch, stage_bytes,
+};
+use crate::error::Error;
+
+/// Chunks (16 bytes, 32 values) per column a lane of `gemv_decode_int4_*` loads per round
+/// (`I4D_LOADS` in kernels/int4_decode.cu).
+const I4D_LOADS: usize = 2;
+/// Values of a row one warp of those kernels covers with one chunk per lane: the split stops
+/// before a warp would get fewer.
+const WARP_VALUES: usize = 32 * 32;
+/// Values of a row one warp covers in two load rounds: longer rows are split further.
+const ROUND_VALUES: usize = 2 * I4D_LOADS * WARP_VALUES;
+
+/// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
+pub(super) fn check_block(block: usize) -> Result<i32, Error> {
+    if ![16, 32, 64, 128, 256].contains(&block) {
+        return Err(Error::Invalid {
+            what: "block_size",
+            why: format!("{block} (16, 32, 64, 128 or 256)"),
+        });
+    }
+    int("block_size", block)
+}
+
+/// The packed rows are read in words at least: a 4-byte aligned address.
+fn check_packed(packed: DevPtr) -> Result<(), Error> {
+    if !packed.is_multiple_of(4) {
+        return Err(Error::Invalid {
+            what: "int4 weight",
+            why: format!("packed data at {packed:#x} is not 4-byte aligned"),
+        });
+    }
+    Ok(())
+}
+
+impl LinearShape {
+    /// The CompInt8 stage of the multi-row kernels: block scales, then int8 rows
+    /// (`int4_i8_body`).
+    pub(super) fn stage_i8(&self, block: usize) -> u32 {
+        let (nb, rows) = (self.k.div_ceil(block), self.block_rows());
+        stage_bytes((rows * nb * 4).next_multiple_of(16) + rows * nb * block)
+    }
+
+    /// Warps sharing a column pair in `gemv_decode_int4_*`: doubled (up to [`DEC_WARPS`])
+    /// while the launch has fewer than [`TARGET_WARPS`] warps and each warp keeps at least one
+    /// chunk per lane, and further while a warp would walk more than two load rounds. Depends
+    /// on (k, n) only.
+    pub(super) fn decode_split_int4(&self) -> usize {
+        let pairs = self.n.div_ceil(DEC_COLS);
+        let mut split = 1;
+        while split < DEC_WARPS
+            && ((pairs * split < TARGET_WARPS && self.k / (split * 2) >= WARP_VALUES)
+                || self.k.div_ceil(split) > ROUND_VALUES)
+        {
+            split *= 2;
+        }
+        split
+    }
+
+    /// Whether one row runs through `gemv_decode_int4_*` (else the staged bodies).
+    fn int4_decode(&self, rule: DecodeGemv) -> bool {
+        self.m == 1 && rule != DecodeGemv::Staged
+    }
+}
+
+impl Ops<'_> {
+    /// MatMulNBits linear, dequantising to f32 (CompFp32).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv_int4_f32(
+        &self,
+        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        block: usize,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (m, k, n, ldx, ldy, split) = s.check()?;
+        let bs = check_block(block)?;
+        check_packed(packed)?;
+        if s.int4_decode(self.k.decode_gemv) {
+            let f = self.k.get("gemv_decode_int4_f32")?;
+            let grid = s.decode_grid(s.decode_split_int4())?;
+            let split = int("split", s.decode_split_int4())?;
+            return launch!(
+                self,
+                f,
+                cfg(grid, 32 * DEC_WARPS as u32, 0),
+                &packed,
+                &scales,
+                &zp,
+                &x,
+                &bias,
+                &y,
+                &n,
+                &k,
+                &bs,
+                &split,
+                &s.glu,
+                &act
+            );
+        }
+        let f = self.k.get(if s.m == 1 {
+            "gemv_staged_decode_int4_f32"
+        } else {
+            "gemv_int4_f32"
+        })?;
+        let shared = s.stage_f32(s.k.div_ceil(block) * block);
+        launch!(
+            self,
+            f,
+            cfg(s.grid()?, 256, shared),
+            &packed,
+            &scales,
+            &zp,
+            &x,
+            &ldx,
+            &bias,
+            &y,
+            &ldy,
+            &n,
+            &k,
+            &m,
+            &bs,
+            &split,
+            &s.glu,
+            &act
+        )
+    }
+
+    /// MatMulNBits linear with int8 activations (CompInt8): quantizes x into `qa`/`sa`, then
+    /// the integer products.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv_int4_i8(
+        &self,
+        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        block: usize,
+        x: DevPtr,
+        (qa, sa): (DevPtr, DevPtr),
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (m, k, n, ldx, ldy, split) = s.check()?;
+        let bs = check_block(block)?;
+        check_packed(packed)?;
+        let nb = s.k.div_ceil(block);
+        let f = self.k.get("quantize_blocks_f32")?;
+        let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
+        launch!(self, f, cfg(grid, 32, 0), &x, &ldx, &k, &bs, &qa, &sa)?;
+        if s.int4_decode(self.k.decode_gemv) {
+            let f = self.k.get("gemv_decode_int4_i8")?;
+            let grid = s.decode_grid(s.decode_split_int4())?;
+            let split = int("split", s.decode_split_int4())?;
+            return launch!(
+                self,
+                f,
+                cfg(grid, 32 * DEC_WARPS as u32, 0),
+                &packed,
+                &scales,
+                &zp,
+                &qa,
+                &sa,
+                &bias,
+                &y,
+                &n,
+                &k,
+                &bs,
+                &split,
+                &s.glu,
+                &act
+            );
+        }
+        let f = self.k.get(if s.m == 1 {
+            "gemv_staged_decode_int4_i8"
+        } else {
+            "gemv_int4_i8"
+        })?;
+        let shared = s.stage_i8(block);
+        launch!(
+            self,
+            f,
+            cfg(s.grid()?, 256, shared),
+            &packed,
+            &scales,
+            &zp,
+            &qa,
+            &sa,
+            &bias,
+            &y,
+            &ldy,
+            &n,
+            &k,
+            &m,
+            &bs,
+            &split,
+            &s.glu,
+            &act
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LinearShape;
+
+    fn split(n: usize, k: usize) -> usize {
+        LinearShape {
+            m: 1,
+            k,
+            n,
+            ldx: k,
+            ldy: n,
+            glu: -1,
+        }
+        .decode_split_int4()
+    }
+
+    #[test]
+    fn int4_rows_split_by_width_and_length() {
+        // Qwen2.5-1.5B: qkv, o-proj, gate/up and lm_head have k = 1536 (48 chunks): one warp
+        // per column pair; down (k = 8960, 768 pairs) gets four.
+        for n in [2048, 1536, 17920, 151_936] {
+            assert_eq!(split(n, 1536), 1, "n {n}");
+        }
+        assert_eq!(split(1536, 8960), 4);
+        // Qwen2.5-0.5B: k = 896 never splits; down (k = 4864, 448 pairs) four ways.
+        assert_eq!(split(1152, 896), 1);
+        assert_eq!(split(896, 4864), 4);
+        // Llama-3-8B: qkv and gate/up are wide (two rounds of 2 chunks per lane at k = 4096);
+        // down (k = 14336) is split until a warp walks two rounds (3584 values).
+        assert_eq!(split(6144, 4096), 1);
+        assert_eq!(split(28_672, 4096), 1);
+        assert_eq!(split(4096, 14_336), 4);
+        // Narrow layers split while each warp keeps a chunk per lane.
+        assert_eq!(split(77, 3000), 2);
+        assert_eq!(split(13, 1999), 1);
+        assert_eq!(split(64, 4096), 4);
+    }
+
+    #[test]
+    fn the_round_constant_matches_the_kernel() {
+        let source = crate::cuda::compile::SOURCES
+            .iter()
+            .find(|s| s.family == "int4_decode")
+            .map(|s| s.code)
+            .unwrap_or_default();
+        let line = format!("#define I4D_LOADS {}\n", super::I4D_LOADS);
+        assert!(
+            source.contains(&line),
+            "{line:?} not in kernels/int4_decode.cu"
+        );
+    }
+}

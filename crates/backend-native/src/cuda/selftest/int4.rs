@@ -1,0 +1,215 @@
+//! Checks of the int4 (MatMulNBits) linear kernels — CompFp32 and CompInt8, one row
+//! (`gemv_decode_int4_*`) and several — against the CPU kernels: every block size, k not a
+//! multiple of the block or of 32 (a half chunk at block size 16), odd n, one to four warps per
+//! column pair, the bias and activation-rounding epilogue and the GLU pairs, with and without
+//! zero points. Every case runs twice, the second time with the packed weights, x and the int8
+//! scratch moved off 16-byte alignment, and the two results must be equal bit for bit.
+
+use super::epilogue::{epilogue_limit, host_epilogue};
+use super::linear::{shifted_f32, verdict};
+use super::{Check, Ctx, Rng};
+use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
+use crate::cuda::kernels::{DevPtr, LinearShape};
+use crate::cuda::memory::DevBuf;
+use crate::error::Error;
+
+/// One case: `m` rows, `k` inputs, `n` outputs (with `glu >= 0`, `n` (gate, up) pairs of
+/// weight rows and `glu` the gate's activation), block size `bs`, accuracy level `acc` (4:
+/// CompInt8), a bias or none, rounding to `act` (0 f32, 1 f16, 2 bf16), zero points or the
+/// default 8.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Int4 {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub bs: usize,
+    pub acc: i64,
+    pub glu: i32,
+    pub bias: bool,
+    pub act: i32,
+    pub zp: bool,
+}
+
+impl Int4 {
+    /// Weight rows (columns of the layer).
+    fn cols(&self) -> usize {
+        if self.glu >= 0 { 2 * self.n } else { self.n }
+    }
+}
+
+/// The int4 cases `selftest::run` checks, each at accuracy levels 0 and 4.
+pub(super) fn cases() -> Vec<Int4> {
+    let plain = |(m, k, n, bs)| Int4 {
+        m,
+        k,
+        n,
+        bs,
+        acc: 0,
+        glu: -1,
+        bias: false,
+        act: 0,
+        zp: true,
+    };
+    let mut all: Vec<Int4> = [
+        (1, 1536, 2048, 32),
+        (1, 8960, 1536, 32), // four warps per column pair
+        (1, 896, 1152, 16),
+        (1, 4096, 64, 128),
+        (1, 14336, 96, 64), // CompFp32 multi-row: too wide to stage
+        (1, 64, 1536, 64),
+        (1, 200, 33, 16),  // an odd block count: a half chunk at the end
+        (1, 2984, 77, 16), // a half chunk, two warps per column pair, odd n
+        (1, 64, 33, 64),
+        (3, 1000, 77, 16),
+        (3, 200, 33, 128),
+        (4, 8960, 64, 32),
+        (5, 4096, 40, 256),
+        (2, 4096, 896, 256),
+    ]
+    .into_iter()
+    .map(plain)
+    .collect();
+    all.extend([
+        Int4 {
+            bias: true,
+            act: 1,
+            ..plain((1, 999, 13, 32)) // odd k
+        },
+        Int4 {
+            bias: true,
+            act: 2,
+            ..plain((1, 4100, 40, 256)) // k not a multiple of the block, four warps
+        },
+        Int4 {
+            bias: true,
+            act: 1,
+            zp: false,
+            ..plain((1, 1536, 896, 32))
+        },
+        Int4 {
+            zp: false,
+            ..plain((1, 4096, 64, 128))
+        },
+        Int4 {
+            glu: 0,
+            bias: true,
+            ..plain((1, 1536, 512, 32))
+        },
+        Int4 {
+            glu: 1,
+            ..plain((1, 8960, 48, 128)) // four warps per (gate, up) pair
+        },
+        Int4 {
+            glu: 2,
+            zp: false,
+            ..plain((1, 200, 13, 16))
+        },
+        Int4 {
+            glu: 0,
+            bias: true,
+            ..plain((3, 896, 50, 32))
+        },
+        Int4 {
+            bias: true,
+            act: 1,
+            ..plain((2, 1000, 77, 16))
+        },
+    ]);
+    all.into_iter()
+        .flat_map(|c| [0, 4].map(|acc| Int4 { acc, ..c }))
+        .collect()
+}
+
+/// The case's name: shape, accuracy level, epilogue.
+fn name(case: &Int4) -> String {
+    let Int4 { m, k, bs, acc, .. } = *case;
+    let mut name = format!(
+        "int4 m{m} k{k} n{} bs{bs} accuracy_level {acc}",
+        case.cols()
+    );
+    if case.glu >= 0 {
+        name += [" SiLU GLU", " GELU GLU", " GELU tanh GLU"][case.glu.clamp(0, 2) as usize];
+    }
+    if case.bias {
+        name += " bias";
+    }
+    if case.act != 0 {
+        name += &format!(" act {}", case.act);
+    }
+    if !case.zp {
+        name += " zp 8";
+    }
+    name
+}
+
+pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> {
+    let Int4 {
+        m,
+        k,
+        bs,
+        acc,
+        glu,
+        act,
+        ..
+    } = case;
+    let (cols, nb) = (case.cols(), k.div_ceil(bs));
+    let width = if glu >= 0 { case.n } else { cols };
+    let packed = rng.bytes(cols * nb * bs / 2);
+    let scales: Vec<f32> = rng.vec(cols * nb).iter().map(|v| v * 0.05).collect();
+    let zp = rng.bytes(cols * nb.div_ceil(2));
+    let x = rng.vec(m * k);
+    let bias = rng.vec(cols);
+    let w = Int4Weight::new(
+        k,
+        cols,
+        bs,
+        acc,
+        &packed,
+        Scales::F32(&scales),
+        case.zp.then_some(ZeroPoints::Packed4(&zp)),
+    )?;
+    // The CPU sums, then the epilogue on the host (GLU: rows 2j and 2j + 1 are a pair).
+    let mut sums = vec![0f32; m * cols];
+    cpu::linear(&x, m, &Weight::Int4(w), None, &mut sums, &c.pool)?;
+    let want = host_epilogue(&sums, case.bias.then_some(&bias[..]), cols, act, glu);
+    let mut zu = Vec::with_capacity(cols * nb);
+    for col in zp.chunks(nb.div_ceil(2)) {
+        zu.extend((0..nb).map(|b| (col[b / 2] >> (4 * (b % 2))) & 0x0f));
+    }
+    let zf: Vec<f32> = zu.iter().map(|&z| f32::from(z)).collect();
+    // The packed data once aligned, once 4 bytes on (word loads only).
+    let p_al = c.up(&packed)?;
+    let p_sh = c.up(&[vec![0u8; 4], packed.clone()].concat())?;
+    let (ds, x_al, x_sh) = (c.up(&scales)?, c.up(&x)?, shifted_f32(c, &x)?);
+    let (dzu, dzf, db) = (c.up(&zu)?, c.up(&zf)?, c.up(&bias)?);
+    let (zu_ptr, zf_ptr) = if case.zp { (dzu.ptr, dzf.ptr) } else { (0, 0) };
+    let bias_ptr = if case.bias { db.ptr } else { 0 };
+    // CompInt8 scratch, 16 bytes spare: the second run moves qa 8 bytes on.
+    let qa = DevBuf::<i8>::zeros(&c.stream, m * nb * bs + 16)?;
+    let sa = DevBuf::<f32>::zeros(&c.stream, m * nb)?;
+    let s = LinearShape {
+        m,
+        k,
+        n: cols,
+        ldx: k,
+        ldy: width,
+        glu,
+    };
+    let run = |p: DevPtr, xp: DevPtr, q: DevPtr| -> Result<Vec<f32>, Error> {
+        let dy = DevBuf::<f32>::zeros(&c.stream, m * width)?;
+        if acc == 4 {
+            let parts = (p, ds.ptr, zu_ptr);
+            c.ops()
+                .gemv_int4_i8(parts, bs, xp, (q, sa.ptr), bias_ptr, dy.ptr, s, act)?;
+        } else {
+            let parts = (p, ds.ptr, zf_ptr);
+            c.ops()
+                .gemv_int4_f32(parts, bs, xp, bias_ptr, dy.ptr, s, act)?;
+        }
+        c.down(&dy, m * width)
+    };
+    let first = run(p_al.ptr, x_al.ptr, qa.ptr)?;
+    let again = run(p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8)?;
+    let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
+    Ok(verdict(name(&case), &first, &again, &want, limit))
+}

@@ -21,9 +21,10 @@
 //   slots, the first `ring` passes before griddepcontrol.wait (the cached positions < p were
 //   written by earlier steps), so no block barrier guards the stage.
 // - Scores, one warp per 4 keys x all the block's query heads, lanes over the head dimension
-//   (q in registers, each K row read once from shared memory for every head): the 32 (head,
-//   key) partial dot products are summed across lanes by a reduce-scatter butterfly
-//   (31 shuffles), leaving lane l the score of pair l; online softmax over segments of 4 lanes;
+//   (q in registers, each K row read once from shared memory for every head): the 32 / U
+//   (head, key) partial dot products (U = 1, or 2 float4 units per lane past head size 128)
+//   are summed across lanes by a reduce-scatter butterfly (31 or 16 shuffles), leaving lane
+//   l the score of pair l / U; online softmax over segments of 4 pairs;
 //   P.V with lanes over the head dimension (each V row read once, no cross-lane sum).
 // - The block merges its 8 warps in shared memory (one barrier), then the splits of a group
 //   merge without a global round trip: in a cluster (sm_90) every block reads the group's
@@ -34,6 +35,9 @@
 //   are bitwise equal either way. Past 512 positions (more than one group) the groups' results
 //   go through partials and a ticket again (at most 8 of them, loaded in one round).
 // - One split (n <= 32) writes the output itself.
+// Not taken: one block per KV head for all positions (190 positions x 6 heads x 128 is ~290k
+// FMAs, ~1.2 us on one SM against ~0.25 us spread over 6); a warp per query head (each K row
+// then read once per head again); 16-block clusters (non-portable, may not fit every GPC).
 // Every summation order (lane partial sums, the butterfly, the 4-lane segments, warp order,
 // split order within a group, group order) is fixed by (n, hs, heads): never by timing, the
 // grid, the ring depth or the cluster switch. Blocks past the needed splits exit at once
@@ -44,7 +48,7 @@
 // q and k are rounded to the activation precision and then rotated exactly like
 // rotary_append_f32 (rotary_dim 0: no rotation); the new key and value are written to the
 // cache at position p by the block that owns p (slice 0 only) and taken from shared memory,
-// not re-read, by every block of that split.
+// not re-read, by every block holding p (one per head slice).
 
 #define DA_THREADS 256
 #define DA_WARPS 8

@@ -127,6 +127,19 @@ impl DecodeDevice {
         })
     }
 
+    /// One line for the route's reasons.
+    pub fn describe(&self) -> String {
+        format!(
+            "decode attention: {} KiB of shared memory per block, splits merged {}",
+            self.dynamic_max / 1024,
+            if self.cluster {
+                "in thread block clusters"
+            } else {
+                "through global memory (no clusters here, or GENAI_BRIDGE_DECODE_CLUSTER=0)"
+            }
+        )
+    }
+
     /// Opts the kernel into the device's shared memory and checks that clusters of [`GROUP`]
     /// blocks with the largest stage fit; a failed call only turns the option off.
     pub fn probe(ctx: &cudarc::driver::CudaContext, major: i32, f: &CudaFunction) -> DecodeDevice {

@@ -1,36 +1,84 @@
 // Decode attention for one new token, with the rotary embedding and the KV-cache append folded
 // in (the separate rotary_append launch disappears from the decode step).
 //
-// attention_decode_f32: grid (gs, kv_heads * slices), DA_THREADS threads. Block row y serves KV
-// head y / slices and up to DA_HEADS of its query heads (slice y % slices of the GQA group), so
-// its keys and values are read once for all of them. The token sits at p = step[0] and attends
-// to n = p + 1 - lo positions, lo = max(0, p + 1 - window) with a window, else 0.
+// attention_decode_f32: grid (gs, kv_heads * slices), DA_THREADS threads, `ring` * 64 * hs
+// floats of dynamic shared memory, launched in clusters of DA_GROUP blocks along x when
+// `cluster` is 1 (sm_90). Block row y serves KV head y / slices and up to da_heads(hs) of its
+// query heads (slice y % slices of the GQA group), so its keys and values are read once for
+// all of them. The token sits at p = step[0] and attends to n = p + 1 - lo positions,
+// lo = max(0, p + 1 - window) with a window, else 0.
 //
-// Split layout, a function of n and head_size only (never of the grid or of timing): positions
-// go in chunks of C = da_chunk(hs); `per` consecutive chunks form a split, per chosen so that
-// at most DA_MAX_SPLITS splits exist. Blocks with split >= splits exit at once, so one fixed
-// grid (gs >= the splits of any n <= capacity) serves every position of a captured graph.
-//
-// Per chunk, the block stages K and V in shared memory (16-byte loads), scores every (head,
-// key) pair, and updates a running max / sum / accumulator per head (online softmax in chunk
-// order). With one split the block writes the output; otherwise it writes its partial
-// (max, sum, unnormalised values) to `part` and the last block of the row to finish (a ticket
-// in counts[y], reset after use) merges the partials in split order.
+// Why this shape (the kernel is pure latency: ~0.35 MB of KV at 190 positions, a handful of
+// blocks): the old kernel ran, per 32-position chunk, stage / scores / softmax / P.V phases
+// split by four block barriers, each phase reading the staged K or V once per query head from
+// shared memory (~2,000 shared-memory wavefronts per chunk), then a partial -> ticket ->
+// merge round trip whose merge read the partials one dependent L2 load at a time. Here:
+// - Layout (da_layout, a function of n only): a block pass covers DA_PASS = 32 positions,
+//   DA_KEYS = 4 per warp; a split (one block) takes T passes, T = 1 while 8 splits cover n,
+//   2 up to 512 positions, more only past DA_MAX_SPLITS splits. Splits form groups of
+//   DA_GROUP = 8 consecutive splits. Up to 512 positions there is one group.
+// - Each warp copies its own keys and values (cp.async, 16 bytes a lane) into its own ring
+//   slots, the first `ring` passes before griddepcontrol.wait (the cached positions < p were
+//   written by earlier steps), so no block barrier guards the stage.
+// - Scores, one warp per 4 keys x all the block's query heads, lanes over the head dimension
+//   (q in registers, each K row read once from shared memory for every head): the 32 / U
+//   (head, key) partial dot products (U = 1, or 2 float4 units per lane past head size 128)
+//   are summed across lanes by a reduce-scatter butterfly (31 or 16 shuffles), leaving lane
+//   l the score of pair l / U; online softmax over segments of 4 pairs;
+//   P.V with lanes over the head dimension (each V row read once, no cross-lane sum).
+// - The block merges its 8 warps in shared memory (one barrier), then the splits of a group
+//   merge without a global round trip: in a cluster (sm_90) every block reads the group's
+//   block partials through distributed shared memory (mapa + ld.shared::cluster) between two
+//   cluster barriers, each block merging 1/8 of the (head, value) pairs. Without clusters
+//   (older GPUs, GENAI_BRIDGE_DECODE_CLUSTER=0) the splits write partials and the last block
+//   (atomic ticket) merges each group, in split order, with the same arithmetic: the results
+//   are bitwise equal either way. Past 512 positions (more than one group) the groups' results
+//   go through partials and a ticket again (at most 8 of them, loaded in one round).
+// - One split (n <= 32) writes the output itself.
+// Not taken: one block per KV head for all positions (190 positions x 6 heads x 128 is ~290k
+// FMAs, ~1.2 us on one SM against ~0.25 us spread over 6); a warp per query head (each K row
+// then read once per head again); 16-block clusters (non-portable, may not fit every GPC).
+// Every summation order (lane partial sums, the butterfly, the 4-lane segments, warp order,
+// split order within a group, group order) is fixed by (n, hs, heads): never by timing, the
+// grid, the ring depth or the cluster switch. Blocks past the needed splits exit at once
+// (whole clusters at a time: a cluster with any needed split keeps all 8 blocks for its two
+// barriers), so one fixed grid (gs >= the splits of any n <= capacity) serves every position
+// of a captured graph.
 //
 // q and k are rounded to the activation precision and then rotated exactly like
 // rotary_append_f32 (rotary_dim 0: no rotation); the new key and value are written to the
 // cache at position p by the block that owns p (slice 0 only) and taken from shared memory,
-// not re-read, by that block.
+// not re-read, by every block holding p (one per head slice).
 
 #define DA_THREADS 256
-#define DA_HEADS 8          // query heads per block (== warps per block)
-#define DA_STAGE 4352       // floats of K (and of V) staged per chunk: C * (hs + 4) <= DA_STAGE
-#define DA_MAX_C 64         // positions per chunk at most
+#define DA_WARPS 8
+#define DA_HEADS 8          // query heads per block at most (da_heads)
+#define DA_KEYS 4           // keys per warp per pass
+#define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
+#define DA_GROUP 8          // splits per merge group (the cluster width)
 #define DA_MAX_SPLITS 64    // splits per row at most (`gs` on the host is at most this)
+#define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
+#define DA_VALUES 1024      // query heads per block * head size at most
+#define DA_PW (DA_PASS + DA_HEADS)  // per warp: the tile's pair weights, then per-head alphas
 
-// Positions per chunk for a head size (mirrored by `decode_chunk` in kernels.rs).
-__device__ __forceinline__ int da_chunk(int hs) { return min(DA_MAX_C, DA_STAGE / (hs + 4)); }
+// Query heads one block serves (mirrored by `decode_heads` in kernels/decode.rs): two float4
+// units per lane past head size 128 halve them, keeping q and the accumulators in registers.
+__device__ __forceinline__ int da_heads(int hs) { return hs > 128 ? DA_HEADS / 2 : DA_HEADS; }
+
+// Passes per split, splits and groups for n attended positions (mirrored by `decode_layout`).
+struct DaLayout {
+    int passes, splits, groups;
+};
+
+__device__ __forceinline__ DaLayout da_layout(int n) {
+    int pt = (n + DA_PASS - 1) / DA_PASS;
+    int t = min((pt + DA_GROUP - 1) / DA_GROUP, DA_STAGED);
+    t = max(t, (pt + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS);
+    int s = (pt + t - 1) / t;
+    DaLayout l = {t, s, (s + DA_GROUP - 1) / DA_GROUP};
+    return l;
+}
 
 // Value d of a head (hs values at src), rounded, then rotated with the pair partner.
 __device__ __forceinline__ float rotated(const float* __restrict__ src, int d,
@@ -50,6 +98,8 @@ __device__ __forceinline__ float rotated(const float* __restrict__ src, int d,
     return x * c[i] + round_act(src[i], act) * s[i];
 }
 
+__device__ __forceinline__ float4 zero4() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+
 __device__ __forceinline__ float4 fma4(float a, float4 b, float4 acc) {
     acc.x = fmaf(a, b.x, acc.x);
     acc.y = fmaf(a, b.y, acc.y);
@@ -58,41 +108,311 @@ __device__ __forceinline__ float4 fma4(float a, float4 b, float4 acc) {
     return acc;
 }
 
-// Stages keys and values of positions c0 .. c0 + cl (except p) as rows `stride` apart.
-__device__ __forceinline__ void stage_chunk(float* ks, float* vs, const float* kbase,
-                                            const float* vbase, int c0, int cl, int p,
-                                            int units, int stride, int hs) {
-#pragma unroll 4
-    for (int i = threadIdx.x; i < cl * units; i += DA_THREADS) {
-        int j = i / units, u = i - j * units, pos = c0 + j;
-        if (pos == p) continue;
-        *(float4*)(ks + j * stride + 4 * u) = *(const float4*)(kbase + (size_t)pos * hs + 4 * u);
-        *(float4*)(vs + j * stride + 4 * u) = *(const float4*)(vbase + (size_t)pos * hs + 4 * u);
+__device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
+    acc = fmaf(a.x, b.x, acc);
+    acc = fmaf(a.y, b.y, acc);
+    acc = fmaf(a.z, b.z, acc);
+    return fmaf(a.w, b.w, acc);
+}
+
+__device__ __forceinline__ float lane_of(float4 v, int j) {
+    return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// 16 bytes global -> shared without a register round trip (sm_80+; a plain copy before).
+__device__ __forceinline__ void cp_async16(float* dst, const float* src) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src)
+                 : "memory");
+#else
+    *(float4*)dst = *(const float4*)src;
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// Waits until at most N of this thread's committed copy groups are pending.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+// One halving level of reduce_scatter: C values left, partner at lane offset O.
+template <int C, int O, int M>
+__device__ __forceinline__ void halve(float (&v)[M], int lane) {
+    if constexpr (C > 1) {
+        bool up = (lane & O) != 0;
+#pragma unroll
+        for (int i = 0; i < C / 2; i++) {
+            float send = up ? v[i] : v[i + C / 2];
+            float keep = up ? v[i + C / 2] : v[i];
+            v[i] = keep + __shfl_xor_sync(FULL_MASK, send, O);
+        }
+        halve<C / 2, O / 2, M>(v, lane);
     }
 }
+
+// Sums M values (a power of two <= 32) across the warp: lane l ends with the full sum of value
+// l / (32 / M). Halving levels (each lane keeps half, sends its partner the other half), then
+// plain butterflies; every level adds two values in the same way on both lanes.
+template <int M>
+__device__ __forceinline__ float reduce_scatter(float (&v)[M], int lane) {
+    halve<M, 16, M>(v, lane);
+    float r = v[0];
+#pragma unroll
+    for (int o = 16 / M; o > 0; o >>= 1) r += __shfl_xor_sync(FULL_MASK, r, o);
+    return r;
+}
+
+// Merges `count` (<= 8) partials (max m, sum l, value a) in index order. A partial with
+// m = -inf (no keys) weighs 0; at least one must have keys.
+__device__ __forceinline__ void da_merge(const float (&m)[8], const float (&l)[8],
+                                         const float (&a)[8], int count, float& mo, float& lo,
+                                         float& ao) {
+    float mx = NEG_INF;
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        if (i < count) mx = fmaxf(mx, m[i]);
+    float ls = 0.0f, as = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        if (i < count) {
+            float w = expf(m[i] - mx);
+            ls = fmaf(w, l[i], ls);
+            as = fmaf(w, a[i], as);
+        }
+    }
+    mo = mx;
+    lo = ls;
+    ao = as;
+}
+
+// The output from the groups' partials: one group is normalised, several merged first.
+__device__ __forceinline__ float da_finish(const float (&m)[8], const float (&l)[8],
+                                           const float (&a)[8], int groups, int act) {
+    float mo = m[0], lsum = l[0], acc = a[0];
+    if (groups > 1) da_merge(m, l, a, groups, mo, lsum, acc);
+    return round_act(acc * (1.0f / lsum), act);
+}
+
+// Issues the copies of one warp pass (keys key0 .. key0 + DA_KEYS, those < s1 except p) into a
+// ring slot (K rows, then V rows, hs floats each) and commits them as one group.
+__device__ __forceinline__ void da_issue(float* slot, const float* kb, const float* vb,
+                                         int key0, int s1, int p, int hs, int lane) {
+    int units = hs >> 2;
+    for (int i = lane; i < DA_KEYS * units; i += 32) {
+        int j = i / units, u = i - j * units, key = key0 + j;
+        if (key < s1 && key != p) {
+            cp_async16(slot + j * hs + 4 * u, kb + (size_t)key * hs + 4 * u);
+            cp_async16(slot + (DA_KEYS + j) * hs + 4 * u, vb + (size_t)key * hs + 4 * u);
+        }
+    }
+    cp_async_commit();
+}
+
+// What one warp of a split block needs.
+struct DaWarp {
+    const float* kb;  // this KV head's keys, values
+    const float* vb;
+    const float* knew;  // the token's rotated key and value (shared memory)
+    const float* vnew;
+    float* stage;  // the block's dynamic shared memory
+    int s0, s1, p, tiles, ring, hs, hg;
+    float scale, softcap;
+};
+
+// One warp's passes with U float4 units per lane (head size <= 128 U): scores, online
+// softmax and P.V over its keys; leaves its running max / sum per head in wm / wl and its
+// unnormalised values in the stage, `[warp][head][hs]`. Ends with a block barrier.
+template <int U>
+__device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict__ qs,
+                                        float (*pw)[DA_PW], float (*wm)[DA_HEADS],
+                                        float (*wl)[DA_HEADS]) {
+    constexpr int HB = DA_HEADS / U;  // query heads of the block at most
+    constexpr int M = DA_KEYS * HB;   // (head, key) pairs of a tile
+    constexpr int R = 32 / M;         // lanes holding each pair's score
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, hs = w.hs, units = hs >> 2;
+    float4 q[HB][U], acc[HB][U];
+#pragma unroll
+    for (int h = 0; h < HB; h++) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int unit = lane + 32 * u;
+            q[h][u] = h < w.hg && unit < units ? ((const float4*)(qs + h * hs))[unit] : zero4();
+            acc[h][u] = zero4();
+        }
+    }
+    int my_h = lane / (DA_KEYS * R), my_j = (lane / R) % DA_KEYS;
+    float m_run = NEG_INF, l_run = 0.0f;
+    float* wp = pw[warp];
+    size_t slot_floats = (size_t)2 * DA_KEYS * hs;
+    for (int t = 0; t < w.tiles; t++) {
+        if (w.ring > 1) cp_async_wait<1>();
+        else cp_async_wait<0>();
+        __syncwarp();  // every lane's copies of this pass have landed
+        float* slot = w.stage + ((size_t)warp * w.ring + t % w.ring) * slot_floats;
+        int key0 = w.s0 + t * DA_PASS + warp * DA_KEYS;
+        float dots[M];
+#pragma unroll
+        for (int j = 0; j < DA_KEYS; j++) {
+            int key = key0 + j;
+            const float* kr = key == w.p ? w.knew : slot + j * hs;
+            float4 k[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int unit = lane + 32 * u;
+                k[u] = key < w.s1 && unit < units ? ((const float4*)kr)[unit] : zero4();
+            }
+#pragma unroll
+            for (int h = 0; h < HB; h++) {
+                float d = 0.0f;
+#pragma unroll
+                for (int u = 0; u < U; u++) d = dot4(q[h][u], k[u], d);
+                dots[h * DA_KEYS + j] = d;
+            }
+        }
+        // Lane l: the score of pair l / R (head my_h, key my_j); online softmax per head over
+        // its 4-lane segment (offsets R, 2R), the same values in every lane of the segment.
+        float sc = reduce_scatter<M>(dots, lane) * w.scale;
+        if (w.softcap > 0.0f) sc = w.softcap * tanhf(sc / w.softcap);
+        if (key0 + my_j >= w.s1) sc = NEG_INF;
+        float mx = fmaxf(sc, __shfl_xor_sync(FULL_MASK, sc, R));
+        mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2 * R));
+        float m_new = fmaxf(m_run, mx);  // finite: key0 < s1 for every tile
+        float e = expf(sc - m_new);
+        float sum = e + __shfl_xor_sync(FULL_MASK, e, R);
+        sum += __shfl_xor_sync(FULL_MASK, sum, 2 * R);
+        float alpha = m_run == NEG_INF ? 0.0f : expf(m_run - m_new);
+        l_run = fmaf(l_run, alpha, sum);
+        m_run = m_new;
+        if (lane % R == 0) wp[lane / R] = e;
+        if (lane % (DA_KEYS * R) == 0) wp[M + my_h] = alpha;
+        __syncwarp();
+        float4 wj[HB];
+#pragma unroll
+        for (int h = 0; h < HB; h++) {
+            wj[h] = ((const float4*)wp)[h];
+            float a = wp[M + h];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                acc[h][u] = make_float4(acc[h][u].x * a, acc[h][u].y * a, acc[h][u].z * a,
+                                        acc[h][u].w * a);
+        }
+#pragma unroll
+        for (int j = 0; j < DA_KEYS; j++) {
+            int key = key0 + j;
+            if (key >= w.s1) break;  // the same for the whole warp
+            const float* vr = key == w.p ? w.vnew : slot + (DA_KEYS + j) * hs;
+            float4 v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int unit = lane + 32 * u;
+                v[u] = unit < units ? ((const float4*)vr)[unit] : zero4();
+            }
+#pragma unroll
+            for (int h = 0; h < HB; h++) {
+                float pj = lane_of(wj[h], j);
+#pragma unroll
+                for (int u = 0; u < U; u++) acc[h][u] = fma4(pj, v[u], acc[h][u]);
+            }
+        }
+        __syncwarp();  // the slot and the weights are read: refill them
+        if (t + w.ring < w.tiles)
+            da_issue(slot, w.kb, w.vb, key0 + w.ring * DA_PASS, w.s1, w.p, hs, lane);
+        else
+            cp_async_commit();  // an empty group keeps `ring` groups ahead
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // every warp is done with the stage: it now takes the warps' values
+    if (lane % (DA_KEYS * R) == 0) {
+        wm[warp][my_h] = m_run;
+        wl[warp][my_h] = l_run;
+    }
+    float* wacc = w.stage + (size_t)warp * HB * hs;
+#pragma unroll
+    for (int h = 0; h < HB; h++) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int unit = lane + 32 * u;
+            if (h < w.hg && unit < units) ((float4*)(wacc + h * hs))[unit] = acc[h][u];
+        }
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ float* da_part(float* part, int slots, int hs, int head, int slot) {
+    return part + ((size_t)head * slots + slot) * (hs + 2);
+}
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// The shared-memory address `addr` of this block, in cluster block `rank`.
+__device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+
+__device__ __forceinline__ float cluster_load(u32 addr) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     attention_decode_f32(const float* __restrict__ qkv, const int* __restrict__ step,
                          const float* __restrict__ cos_cache, const float* __restrict__ sin_cache,
                          int rotary_dim, int interleaved, float* k_cache, float* v_cache,
-                         int capacity, float* __restrict__ part, int* __restrict__ counts,
-                         float* __restrict__ out, int heads, int kv_heads, int hs, float scale,
-                         int window, float softcap, int act) {
-    __shared__ __align__(16) float ks[DA_STAGE];
-    __shared__ __align__(16) float vs[DA_STAGE];
-    __shared__ __align__(16) float qs[DA_HEADS * DA_MAX_HS];
+                         int capacity, float* __restrict__ part, int slots,
+                         int* __restrict__ counts, float* __restrict__ out, int heads,
+                         int kv_heads, int hs, float scale, int window, float softcap, int act,
+                         int ring, int cluster) {
+    extern __shared__ __align__(16) float stage[];  // [warp][ring][K, V rows]; then values
+    __shared__ __align__(16) float qs[DA_VALUES];
     __shared__ __align__(16) float knew[DA_MAX_HS];
     __shared__ __align__(16) float vnew[DA_MAX_HS];
-    __shared__ float ss[DA_HEADS * DA_MAX_C];  // scores, then weights; merge: split weights
-    __shared__ float mrun[DA_HEADS], lrun[DA_HEADS], alpha[DA_HEADS];
+    __shared__ __align__(16) float pw[DA_WARPS][DA_PW];
+    __shared__ float wm[DA_WARPS][DA_HEADS], wl[DA_WARPS][DA_HEADS];
+    // The block's partial: max, sum per head, then the unnormalised values `[head][hs]`.
+    __shared__ __align__(16) float bpart[2 * DA_HEADS + DA_VALUES];
     __shared__ int last;
 
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int split = blockIdx.x, row = blockIdx.y;
-    int g = heads / kv_heads, slices = (g + DA_HEADS - 1) / DA_HEADS;
+    int hb = da_heads(hs);
+    int g = heads / kv_heads, slices = (g + hb - 1) / hb;
     int kvh = row / slices, slice = row % slices;
-    int h0 = kvh * g + slice * DA_HEADS;
-    int hg = min(DA_HEADS, g - slice * DA_HEADS);
+    int h0 = kvh * g + slice * hb;
+    int hg = min(hb, g - slice * hb);
+#if __CUDA_ARCH__ < 900
+    cluster = 0;
+#endif
     // The step scalars are copied in before the pass and no kernel writes them.
     pdl_trigger();
     int p = step[0];
@@ -101,192 +421,215 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         return;
     }
     int lo = window > 0 ? max(0, p + 1 - window) : 0;
-    int n = p + 1 - lo;
-    int C = da_chunk(hs);
-    int chunks = (n + C - 1) / C;
-    int per = (chunks + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS;
-    int splits = (chunks + per - 1) / per;
-    if (split >= splits) {
+    DaLayout lay = da_layout(p + 1 - lo);
+    int group = split / DA_GROUP;
+    bool in_cluster = cluster && lay.splits > 1;
+    bool active = split < lay.splits;
+    // A cluster keeps all its blocks while any of them has a split (the barriers count them).
+    if (!active && !(in_cluster && group < lay.groups)) {
         pdl_wait();
         return;
     }
-    int s0 = lo + split * per * C, s1 = min(p + 1, s0 + per * C);
-    int units = hs / 4, stride = hs + 4;
-    bool owner = split == splits - 1;  // the split holding position p
-    const float* kbase = k_cache + (size_t)kvh * capacity * hs;
-    const float* vbase = v_cache + (size_t)kvh * capacity * hs;
-    // The first chunk's cached positions (all before p) were written by earlier steps, never
-    // by the kernel before this one: stage them before waiting for it (position p, written
-    // below, is staged after).
-    stage_chunk(ks, vs, kbase, vbase, s0, min(C, s1 - s0), p, units, stride, hs);
-    pdl_wait();
+    if (active) {
+        int s0 = lo + split * lay.passes * DA_PASS;
+        int s1 = min(p + 1, s0 + lay.passes * DA_PASS);
+        int first = s1 - s0 - warp * DA_KEYS;  // this warp's keys in pass 0 start here
+        DaWarp w;
+        w.kb = k_cache + (size_t)kvh * capacity * hs;
+        w.vb = v_cache + (size_t)kvh * capacity * hs;
+        w.knew = knew;
+        w.vnew = vnew;
+        w.stage = stage;
+        w.s0 = s0;
+        w.s1 = s1;
+        w.p = p;
+        w.tiles = first > 0 ? (first + DA_PASS - 1) / DA_PASS : 0;
+        w.ring = ring;
+        w.hs = hs;
+        w.hg = hg;
+        w.scale = scale;
+        w.softcap = softcap;
+        // The first `ring` passes' cached positions (all before p) were written by earlier
+        // steps, never by the kernel before this one: copy them before waiting for it.
+        size_t slot_floats = (size_t)2 * DA_KEYS * hs;
+        for (int t = 0; t < ring; t++) {
+            float* slot = stage + ((size_t)warp * ring + t) * slot_floats;
+            if (t < w.tiles)
+                da_issue(slot, w.kb, w.vb, s0 + t * DA_PASS + warp * DA_KEYS, s1, p, hs, lane);
+            else
+                cp_async_commit();
+        }
+        pdl_wait();
 
-    // Rotated queries of the slice's heads; the new key and value when this split holds p.
-    const float* c = cos_cache + (size_t)p * (rotary_dim / 2);
-    const float* s = sin_cache + (size_t)p * (rotary_dim / 2);
-    for (int i = tid; i < hg * hs; i += DA_THREADS) {
-        int hl = i / hs, d = i - hl * hs;
-        qs[hl * hs + d] = rotated(qkv + (size_t)(h0 + hl) * hs, d, c, s, rotary_dim,
-                                  interleaved, act);
-    }
-    if (owner) {
-        const float* kh = qkv + (size_t)(heads + kvh) * hs;
-        const float* vh = qkv + (size_t)(heads + kv_heads + kvh) * hs;
-        size_t dst = ((size_t)kvh * capacity + p) * hs;
-        for (int d = tid; d < hs; d += DA_THREADS) {
-            float kd = rotated(kh, d, c, s, rotary_dim, interleaved, act), vd = vh[d];
-            knew[d] = kd;
-            vnew[d] = vd;
-            if (slice == 0) {
-                k_cache[dst + d] = kd;
-                v_cache[dst + d] = vd;
+        // Rotated queries of the slice's heads; the new key and value when this split holds p.
+        const float* c = cos_cache + (size_t)p * (rotary_dim / 2);
+        const float* s = sin_cache + (size_t)p * (rotary_dim / 2);
+        for (int i = tid; i < hg * hs; i += DA_THREADS) {
+            int hl = i / hs, d = i - hl * hs;
+            qs[i] = rotated(qkv + (size_t)(h0 + hl) * hs, d, c, s, rotary_dim, interleaved, act);
+        }
+        if (split == lay.splits - 1) {
+            const float* kh = qkv + (size_t)(heads + kvh) * hs;
+            const float* vh = qkv + (size_t)(heads + kv_heads + kvh) * hs;
+            size_t dst = ((size_t)kvh * capacity + p) * hs;
+            for (int d = tid; d < hs; d += DA_THREADS) {
+                float kd = rotated(kh, d, c, s, rotary_dim, interleaved, act), vd = vh[d];
+                knew[d] = kd;
+                vnew[d] = vd;
+                if (slice == 0) {
+                    k_cache[dst + d] = kd;
+                    v_cache[dst + d] = vd;
+                }
             }
         }
-    }
-    if (tid < DA_HEADS) {
-        mrun[tid] = NEG_INF;
-        lrun[tid] = 0.0f;
-    }
-    // Up to two float4 outputs (head, unit) per thread: hg * units <= 8 * 64 = 2 * DA_THREADS.
-    float4 acc[2];
-    acc[0] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    acc[1] = acc[0];
+        __syncthreads();
+        if (hs > 128) da_warp<2>(w, qs, pw, wm, wl);
+        else da_warp<1>(w, qs, pw, wm, wl);
 
-    for (int c0 = s0; c0 < s1; c0 += C) {
-        int cl = min(C, s1 - c0);
-        __syncthreads();  // the previous chunk's readers are done (and q, knew are written)
-        if (c0 != s0) stage_chunk(ks, vs, kbase, vbase, c0, cl, p, units, stride, hs);
-        if (p >= c0 && p < c0 + cl) {
-            for (int u = tid; u < units; u += DA_THREADS) {
-                *(float4*)(ks + (p - c0) * stride + 4 * u) = ((const float4*)knew)[u];
-                *(float4*)(vs + (p - c0) * stride + 4 * u) = ((const float4*)vnew)[u];
-            }
-        }
-        __syncthreads();
-        // Scores: one (head, key) pair per thread; rows padded by 4 floats (no bank conflicts).
-        for (int i = tid; i < hg * cl; i += DA_THREADS) {
-            int hl = i / cl, j = i - hl * cl;
-            const float4* qr = (const float4*)(qs + hl * hs);
-            const float4* kr = (const float4*)(ks + j * stride);
-            // Four independent sums (one per lane of the float4), added in a fixed order.
-            float4 dot = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 8
-            for (int u = 0; u < units; u++) {
-                float4 q = qr[u], k = kr[u];
-                dot.x = fmaf(q.x, k.x, dot.x);
-                dot.y = fmaf(q.y, k.y, dot.y);
-                dot.z = fmaf(q.z, k.z, dot.z);
-                dot.w = fmaf(q.w, k.w, dot.w);
-            }
-            float sc = ((dot.x + dot.y) + (dot.z + dot.w)) * scale;
-            if (softcap > 0.0f) sc = softcap * tanhf(sc / softcap);
-            ss[hl * DA_MAX_C + j] = sc;
-        }
-        __syncthreads();
-        // Online softmax, one warp per head.
-        if (warp < hg) {
-            float* sh = ss + warp * DA_MAX_C;
-            float mx = NEG_INF;
-            for (int j = lane; j < cl; j += 32) mx = fmaxf(mx, sh[j]);
-            mx = warp_max(mx);
-            float mnew = fmaxf(mrun[warp], mx);
-            float sum = 0.0f;
-            for (int j = lane; j < cl; j += 32) {
-                float e = expf(sh[j] - mnew);
-                sh[j] = e;
-                sum += e;
-            }
-            sum = warp_sum(sum);
-            __syncwarp();
-            if (lane == 0) {
-                float a = mrun[warp] == NEG_INF ? 0.0f : expf(mrun[warp] - mnew);
-                alpha[warp] = a;
-                lrun[warp] = lrun[warp] * a + sum;
-                mrun[warp] = mnew;
-            }
-        }
-        __syncthreads();
+        // Merge the warps in warp order: the block's partial, or with one split the output.
+        const float* wacc = stage;
+        for (int e = tid; e < hg * hs; e += DA_THREADS) {
+            int h = e / hs, d = e - h * hs;
+            float m[8], l[8], a[8];
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            int o = tid + r * DA_THREADS;
-            if (o >= hg * units) break;
-            int hl = o / units, u = o - hl * units;
-            float a = alpha[hl];
-            float4 x = make_float4(acc[r].x * a, acc[r].y * a, acc[r].z * a, acc[r].w * a);
-            const float* sh = ss + hl * DA_MAX_C;
-#pragma unroll 4
-            for (int j = 0; j < cl; j++)
-                x = fma4(sh[j], *(const float4*)(vs + j * stride + 4 * u), x);
-            acc[r] = x;
+            for (int i = 0; i < DA_WARPS; i++) {
+                m[i] = wm[i][h];
+                l[i] = wl[i][h];
+                a[i] = wacc[((size_t)i * hb + h) * hs + d];
+            }
+            float mo, ls, ao;
+            da_merge(m, l, a, DA_WARPS, mo, ls, ao);
+            if (lay.splits == 1) {
+                out[(size_t)(h0 + h) * hs + d] = round_act(ao * (1.0f / ls), act);
+            } else {
+                bpart[2 * DA_HEADS + e] = ao;
+                if (d == 0) {
+                    bpart[h] = mo;
+                    bpart[DA_HEADS + h] = ls;
+                }
+            }
         }
+        if (lay.splits == 1) return;
+        __syncthreads();
+    } else {
+        pdl_wait();  // an idle block of a working cluster writes partials and tickets below
     }
-    __syncthreads();
 
-    if (splits == 1) {
+    if (in_cluster) {
+#if __CUDA_ARCH__ >= 900
+        // Every block's partial is in its shared memory: block `rank` merges pairs
+        // rank * DA_THREADS + tid of the group, reading the group's splits in order.
+        cluster_arrive();
+        cluster_wait();
+        int rank = (int)cluster_rank(), first = group * DA_GROUP;
+        int count = min(DA_GROUP, lay.splits - first);
+        int e = rank * DA_THREADS + tid;
+        if (e < hg * hs) {
+            int h = e / hs, d = e - h * hs;
+            u32 base = smem_u32(bpart);
+            float m[8], l[8], a[8];
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            int o = tid + r * DA_THREADS;
-            if (o >= hg * units) break;
-            int hl = o / units, u = o - hl * units;
-            float inv = 1.0f / lrun[hl];
-            float* dst = out + (size_t)(h0 + hl) * hs + 4 * u;
-            dst[0] = round_act(acc[r].x * inv, act);
-            dst[1] = round_act(acc[r].y * inv, act);
-            dst[2] = round_act(acc[r].z * inv, act);
-            dst[3] = round_act(acc[r].w * inv, act);
+            for (int i = 0; i < DA_GROUP; i++) {
+                m[i] = NEG_INF;
+                l[i] = 0.0f;
+                a[i] = 0.0f;
+                if (i < count) {
+                    u32 r = cluster_map(base, (u32)i);
+                    m[i] = cluster_load(r + 4u * h);
+                    l[i] = cluster_load(r + 4u * (DA_HEADS + h));
+                    a[i] = cluster_load(r + 4u * (2 * DA_HEADS + e));
+                }
+            }
+            float mo, ls, ao;
+            da_merge(m, l, a, count, mo, ls, ao);
+            if (lay.groups == 1) {
+                out[(size_t)(h0 + h) * hs + d] = round_act(ao * (1.0f / ls), act);
+            } else {
+                float* pp = da_part(part, slots, hs, h0 + h, group);
+                pp[2 + d] = ao;
+                if (d == 0) {
+                    pp[0] = mo;
+                    pp[1] = ls;
+                }
+            }
         }
+        cluster_arrive();  // done reading the others' shared memory
+        if (lay.groups > 1) {
+            __threadfence();
+            __syncthreads();
+            if (tid == 0) last = atomicAdd(counts + row, 1) == lay.groups * DA_GROUP - 1;
+            __syncthreads();
+            if (last) {
+                __threadfence();
+                for (int e2 = tid; e2 < hg * hs; e2 += DA_THREADS) {
+                    int h = e2 / hs, d = e2 - h * hs;
+                    float m[8], l[8], a[8];
+#pragma unroll
+                    for (int c = 0; c < 8; c++) {
+                        m[c] = NEG_INF;
+                        l[c] = 0.0f;
+                        a[c] = 0.0f;
+                        if (c < lay.groups) {
+                            const float* pp = da_part(part, slots, hs, h0 + h, c);
+                            m[c] = __ldcg(pp);
+                            l[c] = __ldcg(pp + 1);
+                            a[c] = __ldcg(pp + 2 + d);
+                        }
+                    }
+                    out[(size_t)(h0 + h) * hs + d] = da_finish(m, l, a, lay.groups, act);
+                }
+                if (tid == 0) counts[row] = 0;
+            }
+        }
+        cluster_wait();  // no block leaves while another may still read its shared memory
+#endif
         return;
     }
 
-    // Partial `[heads, gs, hs + 2]`: max, sum, unnormalised values.
-    size_t pstride = (size_t)gridDim.x * (hs + 2);
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        int o = tid + r * DA_THREADS;
-        if (o >= hg * units) break;
-        int hl = o / units, u = o - hl * units;
-        float* pp = part + (size_t)(h0 + hl) * pstride + (size_t)split * (hs + 2) + 2 + 4 * u;
-        pp[0] = acc[r].x;
-        pp[1] = acc[r].y;
-        pp[2] = acc[r].z;
-        pp[3] = acc[r].w;
-    }
-    if (tid < hg) {
-        float* pp = part + (size_t)(h0 + tid) * pstride + (size_t)split * (hs + 2);
-        pp[0] = mrun[tid];
-        pp[1] = lrun[tid];
+    // No cluster: every split's partial goes to `part`; the last block of the row merges each
+    // group in split order, then the groups, exactly as the cluster path does.
+    for (int e = tid; e < hg * hs; e += DA_THREADS) {
+        int h = e / hs, d = e - h * hs;
+        float* pp = da_part(part, slots, hs, h0 + h, split);
+        pp[2 + d] = bpart[2 * DA_HEADS + e];
+        if (d == 0) {
+            pp[0] = bpart[h];
+            pp[1] = bpart[DA_HEADS + h];
+        }
     }
     __threadfence();
     __syncthreads();
-    if (tid == 0) last = atomicAdd(counts + row, 1) == splits - 1;
+    if (tid == 0) last = atomicAdd(counts + row, 1) == lay.splits - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
-    // Merge in split order: per head the weights exp(m_s - M) and 1 / sum_s l_s exp(m_s - M).
-    if (warp < hg) {
-        const float* ph = part + (size_t)(h0 + warp) * pstride;
-        float m = NEG_INF;
-        for (int i = lane; i < splits; i += 32)
-            m = fmaxf(m, __ldcg(ph + (size_t)i * (hs + 2)));
-        m = warp_max(m);
-        float l = 0.0f;
-        for (int i = lane; i < splits; i += 32) {
-            float w = expf(__ldcg(ph + (size_t)i * (hs + 2)) - m);
-            ss[warp * DA_MAX_C + i] = w;
-            l += __ldcg(ph + (size_t)i * (hs + 2) + 1) * w;
+    for (int e = tid; e < hg * hs; e += DA_THREADS) {
+        int h = e / hs, d = e - h * hs;
+        float gm[8], gl[8], ga[8];
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            gm[c] = NEG_INF;
+            gl[c] = 0.0f;
+            ga[c] = 0.0f;
+            if (c < lay.groups) {
+                int first = c * DA_GROUP, count = min(DA_GROUP, lay.splits - first);
+                float m[8], l[8], a[8];
+#pragma unroll
+                for (int i = 0; i < DA_GROUP; i++) {
+                    m[i] = NEG_INF;
+                    l[i] = 0.0f;
+                    a[i] = 0.0f;
+                    if (i < count) {
+                        const float* pp = da_part(part, slots, hs, h0 + h, first + i);
+                        m[i] = __ldcg(pp);
+                        l[i] = __ldcg(pp + 1);
+                        a[i] = __ldcg(pp + 2 + d);
+                    }
+                }
+                da_merge(m, l, a, count, gm[c], gl[c], ga[c]);
+            }
         }
-        l = warp_sum(l);
-        if (lane == 0) alpha[warp] = 1.0f / l;
-    }
-    __syncthreads();
-    for (int i = tid; i < hg * hs; i += DA_THREADS) {
-        int hl = i / hs, d = i - hl * hs;
-        const float* ph = part + (size_t)(h0 + hl) * pstride + 2 + d;
-        const float* w = ss + hl * DA_MAX_C;
-        float a = 0.0f;
-        for (int sp = 0; sp < splits; sp++)
-            a = fmaf(__ldcg(ph + (size_t)sp * (hs + 2)), w[sp], a);
-        out[(size_t)(h0 + hl) * hs + d] = round_act(a * alpha[hl], act);
+        out[(size_t)(h0 + h) * hs + d] = da_finish(gm, gl, ga, lay.groups, act);
     }
     if (tid == 0) counts[row] = 0;
 }

@@ -86,3 +86,20 @@ fn a_compiled_family_is_read_back_from_the_disk_cache() {
     assert_eq!(origin, compile::Origin::Compiled);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The decode-attention family also compiles where clusters (sm_90) or cp.async (sm_80) do not
+/// exist: those GPUs take its plain-copy and global-merge paths.
+#[test]
+fn decode_attention_compiles_for_older_gpus() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let source = SOURCES
+        .iter()
+        .find(|s| s.family == "decode_attention")
+        .expect("the decode attention family");
+    for arch in ["sm_75", "sm_80"] {
+        let cubin = compile::compile(source, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
+    }
+}

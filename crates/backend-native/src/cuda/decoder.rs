@@ -185,6 +185,7 @@ impl CudaDecoder {
             }
         )];
         reasons.push(gemm_reason);
+        reasons.push(kernels.decode.describe());
         reasons.extend(residency.reason.clone());
         let info = BackendInfo {
             backend: "native".into(),

@@ -13,6 +13,8 @@ use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
 mod int4;
+mod decode;
+pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 
 /// Blocks of the first argmax pass (and partials it leaves).
 pub(crate) const ARGMAX_PARTS: usize = 128;
@@ -31,6 +33,8 @@ pub(crate) struct Kernels {
     pub pdl: bool,
     /// Which kernel and split rule one-row dense layers use (`GENAI_BRIDGE_DECODE_GEMV`).
     pub decode_gemv: DecodeGemv,
+    /// The shared memory and clusters the decode-attention kernel may use here.
+    pub decode: decode::DecodeDevice,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -95,13 +99,24 @@ impl Kernels {
                 functions.insert(symbol, f);
             }
         }
+        let attention = functions.get("attention_decode_f32").ok_or(Error::Cuda {
+            what: "kernel lookup",
+            message: "attention_decode_f32 is not loaded".into(),
+        })?;
+        let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
         Ok(Kernels {
             functions,
             compiled,
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
             decode_gemv: DecodeGemv::from_env(),
+            decode,
         })
+    }
+
+    /// Whether one-token attention of this geometry runs as the fused decode kernel here.
+    pub(crate) fn decode_fits(&self, d: &DecodeHeads) -> bool {
+        d.supported() && self.decode.mode(d.head_size).is_some()
     }
 
     pub(crate) fn get(&self, name: &'static str) -> Result<&CudaFunction, Error> {
@@ -227,15 +242,45 @@ pub(crate) unsafe fn launch_raw(
     params: &mut [*mut std::ffi::c_void],
     pdl: bool,
 ) -> Result<(), Error> {
+    // SAFETY: the caller's guarantees are this function's; no cluster is asked for.
+    unsafe { launch_raw_in(stream, f, cfg, params, pdl, 1) }
+}
+
+/// [`launch_raw`] in thread block clusters of `cluster` blocks along x (1: no cluster).
+///
+/// # Safety
+/// As [`launch_raw`]; with `cluster > 1` the device must support clusters (sm_90+) and the
+/// grid's x must be a multiple of `cluster`.
+pub(crate) unsafe fn launch_raw_in(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    params: &mut [*mut std::ffi::c_void],
+    pdl: bool,
+    cluster: u32,
+) -> Result<(), Error> {
     use cudarc::driver::sys;
     stream
         .context()
         .bind_to_thread()
         .map_err(launch_error("kernel launch"))?;
     // SAFETY: an all-zero attribute is a valid (ignored) value of this plain C union.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
+    let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+    let mut count = 0;
+    if pdl {
+        let a = &mut attrs[count];
+        a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        a.value.programmaticStreamSerializationAllowed = 1;
+        count += 1;
+    }
+    if cluster > 1 {
+        let a = &mut attrs[count];
+        a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        a.value.clusterDim.x = cluster;
+        a.value.clusterDim.y = 1;
+        a.value.clusterDim.z = 1;
+        count += 1;
+    }
     let config = sys::CUlaunchConfig {
         gridDimX: cfg.grid_dim.0,
         gridDimY: cfg.grid_dim.1,
@@ -245,10 +290,10 @@ pub(crate) unsafe fn launch_raw(
         blockDimZ: cfg.block_dim.2,
         sharedMemBytes: cfg.shared_mem_bytes,
         hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: u32::from(pdl),
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: count as u32,
     };
-    // SAFETY: `config` and `attr` live through the call; the caller guarantees `params`.
+    // SAFETY: `config` and `attrs` live through the call; the caller guarantees `params`.
     unsafe {
         sys::cuLaunchKernelEx(
             &config,
@@ -658,127 +703,6 @@ impl Ops<'_> {
     }
 }
 
-/// Query heads one decode-attention block serves (`DA_HEADS` in kernels/decode_attention.cu).
-const DECODE_HEADS: usize = 8;
-/// Splits of one decode-attention row at most (`DA_MAX_SPLITS`).
-pub(crate) const DECODE_MAX_SPLITS: usize = 64;
-
-/// Positions per decode-attention chunk for a head size (`da_chunk` in
-/// kernels/decode_attention.cu: `C * (hs + 4)` floats of K and of V fit its shared stage).
-pub(crate) fn decode_chunk(hs: usize) -> usize {
-    (4352 / (hs + 4)).min(64)
-}
-
-/// Split blocks of the decode-attention grid for a cache of `capacity` positions: enough for
-/// any position the cache holds (the kernel's layout never uses more).
-pub(crate) fn decode_splits(capacity: usize, hs: usize) -> usize {
-    capacity
-        .div_ceil(decode_chunk(hs))
-        .clamp(1, DECODE_MAX_SPLITS)
-}
-
-/// Geometry of one decode-attention launch: heads, KV heads, head size.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct DecodeHeads {
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub head_size: usize,
-}
-
-impl DecodeHeads {
-    /// Block rows: every KV head times the slices of at most [`DECODE_HEADS`] query heads.
-    pub fn rows(&self) -> usize {
-        self.kv_heads * (self.heads / self.kv_heads).div_ceil(DECODE_HEADS)
-    }
-
-    /// Whether the fused decode kernel takes this geometry (16-byte rows, `hs <= 256`).
-    pub fn supported(&self) -> bool {
-        let hs = self.head_size;
-        hs > 0
-            && hs <= 256
-            && hs.is_multiple_of(4)
-            && self.kv_heads > 0
-            && self.heads.is_multiple_of(self.kv_heads)
-    }
-}
-
-impl Ops<'_> {
-    /// Attention of one new token at `step[0]` with the rotary embedding and the KV append
-    /// folded in: q and k are read from `qkv` (q heads, k heads, v heads; left unrotated
-    /// there), the token's rotated key and its value are written to the caches at `step[0]`.
-    /// `part` (`len` floats) needs `heads * splits * (hs + 2)` for
-    /// `splits = decode_splits(capacity, hs)`; `counts` (`len` ints, zero, left zero) one
-    /// ticket per [`DecodeHeads::rows`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn attention_decode(
-        &self,
-        qkv: DevPtr,
-        step: DevPtr,
-        (cos, sin, rotary_dim, interleaved): (DevPtr, DevPtr, usize, bool),
-        (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
-        (part, part_len): (DevPtr, usize),
-        (counts, counts_len): (DevPtr, usize),
-        out: DevPtr,
-        d: DecodeHeads,
-        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
-        act: i32,
-    ) -> Result<(), Error> {
-        let hs = d.head_size;
-        let splits = decode_splits(capacity, hs);
-        let rows = if d.supported() { d.rows() } else { 0 };
-        let part_need = d.heads * splits * (hs + 2);
-        if rows == 0
-            || part_len < part_need
-            || counts_len < rows
-            || rotary_dim > hs
-            || !rotary_dim.is_multiple_of(2)
-        {
-            return Err(Error::Invalid {
-                what: "decode attention",
-                why: format!(
-                    "{d:?}, rotary_dim {rotary_dim}, partials {part_len} (need {part_need}), \
-                     tickets {counts_len} (need {rows})"
-                ),
-            });
-        }
-        let (h, kvh, hs_i, cap) = (
-            int("heads", d.heads)?,
-            int("kv_heads", d.kv_heads)?,
-            int("head_size", hs)?,
-            int("capacity", capacity)?,
-        );
-        let (rd, inter) = (int("rotary_dim", rotary_dim)?, i32::from(interleaved));
-        let win = int("window", window.unwrap_or(0))?;
-        let cap_s = softcap.unwrap_or(0.0);
-        let f = self.k.get("attention_decode_f32")?;
-        let grid = (grid_dim("splits", splits)?, grid_dim("rows", rows)?, 1);
-        launch!(
-            self,
-            f,
-            cfg(grid, 256, 0),
-            &qkv,
-            &step,
-            &cos,
-            &sin,
-            &rd,
-            &inter,
-            &k_cache,
-            &v_cache,
-            &cap,
-            &part,
-            &counts,
-            &out,
-            &h,
-            &kvh,
-            &hs_i,
-            &scale,
-            &win,
-            &cap_s,
-            &act
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::LinearShape;
@@ -874,29 +798,5 @@ mod tests {
                 "{line:?} not in kernels/prelude.cuh"
             );
         }
-    }
-
-    #[test]
-    fn decode_attention_geometry_matches_the_kernel() {
-        use super::{DecodeHeads, decode_chunk, decode_splits};
-        assert_eq!(decode_chunk(128), 32);
-        assert_eq!(decode_chunk(64), 64);
-        assert_eq!(decode_chunk(96), 43);
-        assert_eq!(decode_chunk(256), 16);
-        assert_eq!(decode_chunk(16), 64);
-        assert_eq!(decode_splits(4096, 128), 64);
-        assert_eq!(decode_splits(100, 128), 4);
-        assert_eq!(decode_splits(1, 128), 1);
-        let d = |heads, kv_heads, head_size| DecodeHeads {
-            heads,
-            kv_heads,
-            head_size,
-        };
-        assert_eq!(d(12, 2, 128).rows(), 2);
-        assert_eq!(d(32, 2, 128).rows(), 4); // 16 query heads per KV head: two slices
-        assert_eq!(d(28, 4, 128).rows(), 4);
-        assert!(d(12, 2, 128).supported());
-        assert!(!d(12, 2, 18).supported()); // rows not 16-byte multiples
-        assert!(!d(12, 5, 128).supported());
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeHeads, DevPtr, Ops};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel};
 use crate::cuda::weights::QuantScratch;
@@ -341,21 +341,22 @@ fn attention_block(
         kv_heads: l.kv_heads,
         head_size: hs,
     };
-    if m == 1 && decode.supported() {
+    if m == 1 && ops.k.decode_fits(&decode) {
         // One launch: rotary, the KV append and attention (a decode step, graph-captured).
-        let rotary = (cos_sin.0, cos_sin.1, rot.0, rot.1);
-        ops.attention_decode(
-            b.qkv.ptr,
-            b.step.ptr,
-            rotary,
+        ops.attention_decode(&DecodeCall {
+            qkv: b.qkv.ptr,
+            step: b.step.ptr,
+            rotary: (cos_sin.0, cos_sin.1, rot.0, rot.1),
             cache,
-            (b.part.ptr, b.part.len),
-            (b.counts.ptr, b.counts.len),
-            b.attn.ptr,
-            decode,
-            (l.scale, l.window, l.softcap),
+            part: (b.part.ptr, b.part.len),
+            counts: (b.counts.ptr, b.counts.len),
+            out: b.attn.ptr,
+            heads: decode,
+            scale: l.scale,
+            window: l.window,
+            softcap: l.softcap,
             act,
-        )?;
+        })?;
     } else {
         attention_chunk(ops, l, b, cache, (cos_sin, rot), m, act)?;
     }

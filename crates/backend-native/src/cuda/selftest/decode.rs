@@ -1,10 +1,13 @@
 //! Checks of the fused decode-attention kernel (rotary + KV append + attention of one token)
-//! against the CPU's rotary, cache write and attention, at lengths around the chunk and split
-//! boundaries, several GQA ratios and head sizes, with a window and a soft cap.
+//! against the CPU's rotary, cache write and attention: lengths 1..5000 around every pass,
+//! split, group and passes-per-split boundary (`decode_layout`), GQA groups 1/4/7/16, head
+//! sizes 16..256 (one and two float4 units per lane), windows, a soft cap, partial and
+//! interleaved rotary. Every case runs twice in each mode the device has (clusters on and off,
+//! one and two passes staged) and all those runs must agree bit for bit.
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, AttentionParams};
-use crate::cuda::kernels::{DecodeHeads, decode_splits};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -36,28 +39,51 @@ pub(super) fn cases() -> Vec<Case> {
         softcap: None,
         rotary: (128, false),
     };
+    // One split up to 32 positions; a warp's 4 keys; one pass per split up to 256, two up to
+    // 512 (one group), a second group from 513; 64 splits at 4096, three passes from 4097.
+    let lengths = [
+        1, 2, 31, 32, 33, 36, 37, 64, 65, 190, 255, 256, 257, 288, 511, 512, 513, 545, 2048, 4096,
+        4097, 5000,
+    ];
     let mut all = Vec::new();
-    for &positions in &[1, 31, 32, 33, 300, 2000] {
-        for &(heads, kv_heads) in &[(2, 2), (8, 2), (14, 2)] {
-            for &hs in &[64, 128] {
-                all.push(Case {
-                    heads,
-                    kv_heads,
-                    hs,
-                    positions,
-                    rotary: (hs, false),
-                    spare: 7,
-                    ..base
-                });
-            }
+    for &positions in &lengths {
+        // GQA groups of 1, 4, 7 and 16 (two head slices per KV head).
+        for &(heads, kv_heads) in &[(2, 2), (8, 2), (14, 2), (32, 2)] {
+            all.push(Case {
+                heads,
+                kv_heads,
+                positions,
+                spare: 7,
+                ..base
+            });
+        }
+    }
+    // Head sizes: tiny, 64, odd unit counts (24, 31, 33), 128, 256 (two units per lane).
+    for &hs in &[16, 64, 96, 124, 132, 256] {
+        for &positions in &[1, 33, 257, 513] {
+            all.push(Case {
+                heads: 14,
+                kv_heads: 2,
+                hs,
+                positions,
+                rotary: (hs, false),
+                spare: 3,
+                ..base
+            });
         }
     }
     all.extend([
-        // The Qwen2.5-1.5B shape, a large cache (every split block of the grid exists).
+        // The Qwen2.5-1.5B shape in a large cache (a 64-split grid, most blocks idle).
         Case {
             spare: 3840,
             ..base
         },
+        Case {
+            positions: 190,
+            spare: 210,
+            ..base
+        },
+        // Windows: fewer positions than the token's index, the layout follows the window.
         Case {
             window: Some(100),
             positions: 300,
@@ -69,22 +95,38 @@ pub(super) fn cases() -> Vec<Case> {
             ..base
         },
         Case {
+            window: Some(513),
+            positions: 2000,
+            ..base
+        },
+        Case {
+            window: Some(32),
+            positions: 1000,
+            ..base
+        },
+        Case {
             softcap: Some(5.0),
             positions: 70,
             ..base
         },
-        // 16 query heads per KV head: two head slices per KV head.
         Case {
-            heads: 32,
-            kv_heads: 2,
-            positions: 97,
+            softcap: Some(5.0),
+            positions: 600,
+            heads: 16,
+            kv_heads: 16,
             ..base
         },
-        // Partial interleaved rotary, an odd head size for the chunking, no rotary, tiny heads.
+        // Partial interleaved rotary, partial half-split rotary, no rotary.
         Case {
             hs: 96,
             rotary: (32, true),
             positions: 150,
+            ..base
+        },
+        Case {
+            hs: 128,
+            rotary: (64, false),
+            positions: 520,
             ..base
         },
         Case {
@@ -94,7 +136,7 @@ pub(super) fn cases() -> Vec<Case> {
             ..base
         },
         Case {
-            heads: 4,
+            heads: 32,
             kv_heads: 2,
             hs: 16,
             rotary: (16, false),
@@ -105,7 +147,7 @@ pub(super) fn cases() -> Vec<Case> {
     all
 }
 
-/// Runs one case twice (the second run must equal the first bit for bit, and leave the
+/// Runs one case twice in every mode (all runs must equal the first bit for bit, and leave the
 /// tickets zero) and compares the output and the appended key and value with the CPU.
 pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> {
     let Case {
@@ -159,37 +201,68 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         kv_heads,
         head_size: hs,
     };
-    let splits = decode_splits(cap, hs);
+    let Some(mode) = c.kernels.decode.mode(hs) else {
+        return Ok(Check {
+            name: format!("decode attention hs{hs}: NOT RUN, the stage does not fit"),
+            rel_diff: 0.0,
+            limit: 0.0,
+        });
+    };
+    let mut modes = vec![mode];
+    if mode.cluster {
+        modes.push(DecodeMode {
+            cluster: false,
+            ..mode
+        });
+    }
+    if mode.ring == 2 {
+        modes.push(DecodeMode { ring: 1, ..mode });
+    }
+    let splits = decode_splits(cap);
     let (dq, dcos, dsin) = (c.up(&qkv)?, c.up(&cos)?, c.up(&sin)?);
     let step = c.up(&[p as i32, 1, 0, 0])?;
     let part = DevBuf::<f32>::zeros(&c.stream, heads * splits * (hs + 2))?;
     let counts = DevBuf::<i32>::zeros(&c.stream, d.rows())?;
-    let out = DevBuf::<f32>::zeros(&c.stream, heads * hs)?;
+    let mut out = DevBuf::<f32>::zeros(&c.stream, heads * hs)?;
+    // NaN before every run: an output a mode leaves unwritten fails the check.
+    let unset = vec![f32::NAN; heads * hs];
+    let call = DecodeCall {
+        qkv: dq.ptr,
+        step: step.ptr,
+        rotary: (dcos.ptr, dsin.ptr, rd, inter),
+        cache: (dk.ptr, dv.ptr, cap),
+        part: (part.ptr, part.len),
+        counts: (counts.ptr, counts.len),
+        out: out.ptr,
+        heads: d,
+        scale,
+        window,
+        softcap,
+        act: 0,
+    };
     let mut runs = Vec::new();
-    for _ in 0..2 {
-        c.ops().attention_decode(
-            dq.ptr,
-            step.ptr,
-            (dcos.ptr, dsin.ptr, rd, inter),
-            (dk.ptr, dv.ptr, cap),
-            (part.ptr, part.len),
-            (counts.ptr, counts.len),
-            out.ptr,
-            d,
-            (scale, window, softcap),
-            0,
-        )?;
-        runs.push(c.down(&out, heads * hs)?);
+    for &m in &modes {
+        for _ in 0..2 {
+            out.write(&c.stream, &unset)?;
+            c.ops().attention_decode_as(&call, m)?;
+            runs.push(c.down(&out, heads * hs)?);
+        }
     }
     let mut tickets = vec![0i32; d.rows()];
     counts.read(&c.stream, &mut tickets)?;
     let (got_k, got_v) = (c.down(&dk, kc.len())?, c.down(&dv, vc.len())?);
+    let modes: Vec<String> = modes
+        .iter()
+        .map(|m| format!("r{}{}", m.ring, if m.cluster { "c" } else { "" }))
+        .collect();
     let name = format!(
         "decode attention {heads}/{kv_heads} heads hs{hs} n{positions} cap{cap} \
-         window {window:?} softcap {softcap:?} rotary {rd}{}",
-        if inter { " interleaved" } else { "" }
+         window {window:?} softcap {softcap:?} rotary {rd}{} [{}]",
+        if inter { " interleaved" } else { "" },
+        modes.join(" ")
     );
-    let diff = if runs[0] != runs[1] || tickets.iter().any(|&t| t != 0) {
+    let same = runs.iter().all(|r| r == &runs[0]);
+    let diff = if !same || tickets.iter().any(|&t| t != 0) {
         f32::INFINITY
     } else {
         rel(&runs[1], &want)

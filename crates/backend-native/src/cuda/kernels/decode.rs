@@ -1,0 +1,528 @@
+//! The fused decode-attention launch (`kernels/decode_attention.cu`): its split layout, grid,
+//! shared memory, ring depth and cluster choice, mirrored from the kernel and unit-tested here
+//! (these tests run in CI without a GPU).
+
+use super::{DevPtr, Ops, cfg, grid_dim, int, launch_raw_in};
+use crate::error::Error;
+use cudarc::driver::{CudaFunction, sys};
+
+/// Positions one block pass covers (`DA_PASS`: 8 warps of `DA_KEYS` = 4 keys).
+const PASS: usize = 32;
+/// Splits merged per group: the cluster width (`DA_GROUP`).
+pub(crate) const GROUP: usize = 8;
+/// Splits per row at most (`DA_MAX_SPLITS`).
+pub(crate) const MAX_SPLITS: usize = 64;
+/// Passes per split while the splits number at most [`MAX_SPLITS`] (`DA_STAGED`).
+const STAGED: usize = 2;
+/// Query heads one block serves at most (`DA_HEADS`).
+const HEADS: usize = 8;
+/// Threads per block (`DA_THREADS`).
+const THREADS: u32 = 256;
+/// Floats of one warp's ring slot per head-size value: 4 keys and 4 values (`da_issue`).
+const SLOT_ROWS: usize = 8;
+/// Warps per block (`DA_WARPS`).
+const WARPS: usize = 8;
+
+/// Set to `0` to merge decode-attention splits through global memory even where thread block
+/// clusters exist (the results are bitwise the same; an A/B switch and the older GPUs' path).
+pub const DECODE_CLUSTER_ENV: &str = "GENAI_BRIDGE_DECODE_CLUSTER";
+
+/// How the kernel splits `n` attended positions (`da_layout`): `passes` of 32 positions per
+/// split, `splits` blocks, `groups` of up to 8 consecutive splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DecodeLayout {
+    pub passes: usize,
+    pub splits: usize,
+    pub groups: usize,
+}
+
+/// The split layout for `n >= 1` positions: one pass per split while 8 splits cover `n`, two up
+/// to 512 positions (still one group), more only past [`MAX_SPLITS`] splits.
+pub(crate) fn decode_layout(n: usize) -> DecodeLayout {
+    let pt = n.max(1).div_ceil(PASS);
+    let passes = pt.div_ceil(GROUP).min(STAGED).max(pt.div_ceil(MAX_SPLITS));
+    let splits = pt.div_ceil(passes);
+    DecodeLayout {
+        passes,
+        splits,
+        groups: splits.div_ceil(GROUP),
+    }
+}
+
+/// Split blocks of the grid for a cache of `capacity` positions: the most splits any attended
+/// length up to `capacity` uses, so one grid serves every position of a captured graph. The
+/// count is not monotonic (8 splits at 256 positions, 5 at 257; 64 at 4096, 43 at 4097) but
+/// grows within each regime, so the most is at the end of the first two regimes reached.
+pub(crate) fn decode_splits(capacity: usize) -> usize {
+    let one_pass = GROUP * PASS;
+    let staged = MAX_SPLITS * STAGED * PASS;
+    let at = |n: usize| decode_layout(capacity.min(n)).splits;
+    at(one_pass).max(at(staged))
+}
+
+/// Query heads one block serves (`da_heads`): 8, or 4 past head size 128 (two float4 units
+/// per lane).
+pub(crate) fn decode_heads(hs: usize) -> usize {
+    if hs > 128 { HEADS / 2 } else { HEADS }
+}
+
+/// Dynamic shared memory of one block: every warp's `ring` slots of 4 keys and 4 values.
+pub(crate) fn decode_stage_bytes(hs: usize, ring: usize) -> usize {
+    WARPS * ring * SLOT_ROWS * hs * 4
+}
+
+/// Geometry of one decode-attention launch: heads, KV heads, head size.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DecodeHeads {
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_size: usize,
+}
+
+impl DecodeHeads {
+    /// Block rows: every KV head times the slices of at most [`decode_heads`] query heads.
+    pub fn rows(&self) -> usize {
+        let per = decode_heads(self.head_size);
+        self.kv_heads * (self.heads / self.kv_heads).div_ceil(per)
+    }
+
+    /// Whether the fused decode kernel takes this geometry (16-byte rows, `hs <= 256`).
+    pub fn supported(&self) -> bool {
+        let hs = self.head_size;
+        hs > 0
+            && hs <= 256
+            && hs.is_multiple_of(4)
+            && self.kv_heads > 0
+            && self.heads.is_multiple_of(self.kv_heads)
+    }
+}
+
+/// How one launch runs: passes staged ahead per warp (1 or 2) and whether the splits of a
+/// group merge in a thread block cluster. Neither changes a result bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DecodeMode {
+    pub ring: usize,
+    pub cluster: bool,
+}
+
+/// What the device offers the kernel, found when the kernels load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DecodeDevice {
+    /// Dynamic shared memory a block may have (the opt-in maximum less the static arrays).
+    pub dynamic_max: usize,
+    /// Clusters of [`GROUP`] blocks can be launched (sm_90+, not switched off, schedulable).
+    pub cluster: bool,
+}
+
+impl DecodeDevice {
+    /// The mode for a head size: two passes staged ahead when they fit, else one; `None` when
+    /// even one does not (the two-kernel path then runs).
+    pub fn mode(&self, hs: usize) -> Option<DecodeMode> {
+        let ring = [2, 1]
+            .into_iter()
+            .find(|&r| decode_stage_bytes(hs, r) <= self.dynamic_max)?;
+        Some(DecodeMode {
+            ring,
+            cluster: self.cluster,
+        })
+    }
+
+    /// One line for the route's reasons.
+    pub fn describe(&self) -> String {
+        format!(
+            "decode attention: {} KiB of shared memory per block, splits merged {}",
+            self.dynamic_max / 1024,
+            if self.cluster {
+                "in thread block clusters"
+            } else {
+                "through global memory (no clusters here, or GENAI_BRIDGE_DECODE_CLUSTER=0)"
+            }
+        )
+    }
+
+    /// Opts the kernel into the device's shared memory and checks that clusters of [`GROUP`]
+    /// blocks with the largest stage fit; a failed call only turns the option off.
+    pub fn probe(ctx: &cudarc::driver::CudaContext, major: i32, f: &CudaFunction) -> DecodeDevice {
+        use sys::CUdevice_attribute::*;
+        use sys::CUfunction_attribute::*;
+        const DEFAULT_SHARED: usize = 48 * 1024;
+        if ctx.bind_to_thread().is_err() {
+            return DecodeDevice {
+                dynamic_max: 0,
+                cluster: false,
+            };
+        }
+        let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
+        let optin = ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_or(DEFAULT_SHARED, |b| b as usize);
+        let mut dynamic_max = DEFAULT_SHARED.saturating_sub(fixed);
+        let want = optin.saturating_sub(fixed);
+        if want > dynamic_max
+            && let Ok(v) = i32::try_from(want)
+            && f.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v)
+                .is_ok()
+        {
+            dynamic_max = want;
+        }
+        let mut device = DecodeDevice {
+            dynamic_max,
+            cluster: false,
+        };
+        let switched_off = std::env::var(DECODE_CLUSTER_ENV).is_ok_and(|v| v == "0");
+        let launchable = ctx.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == Ok(1);
+        if major >= 9 && launchable && !switched_off {
+            let stage = device
+                .mode(256)
+                .map_or(0, |m| decode_stage_bytes(256, m.ring));
+            device.cluster = clusters_fit(f, stage);
+        }
+        device
+    }
+}
+
+/// Whether at least one cluster of [`GROUP`] blocks with `stage` bytes of dynamic shared
+/// memory each can be resident.
+fn clusters_fit(f: &CudaFunction, stage: usize) -> bool {
+    let Ok(shared) = u32::try_from(stage) else {
+        return false;
+    };
+    // SAFETY: an all-zero attribute is a valid value of this plain C union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = GROUP as u32;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: GROUP as u32,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: THREADS,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: shared,
+        hStream: std::ptr::null_mut(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut clusters = 0;
+    // SAFETY: `config` and `attr` live through the call, `clusters` is valid for writes and
+    // `f` is a loaded function of the current context (bound by `probe`'s attribute calls).
+    let status =
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, f.cu_function(), &config) };
+    status.result().is_ok() && clusters >= 1
+}
+
+/// Grid of a launch for a cache of `capacity` positions: split blocks (a multiple of the
+/// cluster width with clusters) by block rows.
+pub(crate) fn decode_grid(capacity: usize, rows: usize, cluster: bool) -> (usize, usize) {
+    let splits = decode_splits(capacity);
+    let x = if cluster {
+        splits.next_multiple_of(GROUP)
+    } else {
+        splits
+    };
+    (x, rows)
+}
+
+/// One decode-attention call: attention of the new token at `step[0]` with the rotary
+/// embedding and the KV append folded in. q and k are read from `qkv` (q heads, k heads, v
+/// heads; left unrotated there); the token's rotated key and its value are written to the
+/// caches at `step[0]`. `part` (`len` floats) needs `heads * decode_splits(capacity) * (hs + 2)`;
+/// `counts` (`len` ints, zero, left zero) one ticket per [`DecodeHeads::rows`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DecodeCall {
+    pub qkv: DevPtr,
+    pub step: DevPtr,
+    /// cos, sin caches, rotary_dim (0: none), interleaved.
+    pub rotary: (DevPtr, DevPtr, usize, bool),
+    /// Keys, values `[kv_heads, capacity, hs]`, capacity.
+    pub cache: (DevPtr, DevPtr, usize),
+    pub part: (DevPtr, usize),
+    pub counts: (DevPtr, usize),
+    pub out: DevPtr,
+    pub heads: DecodeHeads,
+    pub scale: f32,
+    pub window: Option<usize>,
+    pub softcap: Option<f32>,
+    pub act: i32,
+}
+
+impl Ops<'_> {
+    /// The call in the device's mode (see [`DecodeDevice::mode`]).
+    pub fn attention_decode(&self, c: &DecodeCall) -> Result<(), Error> {
+        let hs = c.heads.head_size;
+        let mode = self.k.decode.mode(hs).ok_or_else(|| Error::Invalid {
+            what: "decode attention",
+            why: format!(
+                "head size {hs} needs {} bytes of shared memory, the device gives {}",
+                decode_stage_bytes(hs, 1),
+                self.k.decode.dynamic_max
+            ),
+        })?;
+        self.attention_decode_as(c, mode)
+    }
+
+    /// The call in a given mode (the checks run every mode the device has).
+    pub fn attention_decode_as(&self, c: &DecodeCall, mode: DecodeMode) -> Result<(), Error> {
+        let d = c.heads;
+        let hs = d.head_size;
+        let (k_cache, v_cache, capacity) = c.cache;
+        let (cos, sin, rotary_dim, interleaved) = c.rotary;
+        let slots = decode_splits(capacity);
+        let rows = if d.supported() { d.rows() } else { 0 };
+        let part_need = d.heads * slots * (hs + 2);
+        let stage = decode_stage_bytes(hs, mode.ring);
+        if rows == 0
+            || c.part.1 < part_need
+            || c.counts.1 < rows
+            || rotary_dim > hs
+            || !rotary_dim.is_multiple_of(2)
+            || !(1..=2).contains(&mode.ring)
+            || stage > self.k.decode.dynamic_max
+            || (mode.cluster && !self.k.decode.cluster)
+        {
+            return Err(Error::Invalid {
+                what: "decode attention",
+                why: format!(
+                    "{d:?}, rotary_dim {rotary_dim}, partials {} (need {part_need}), tickets \
+                     {} (need {rows}), {mode:?}",
+                    c.part.1, c.counts.1
+                ),
+            });
+        }
+        let (h, kvh, hs_i, cap, slots_i) = (
+            int("heads", d.heads)?,
+            int("kv_heads", d.kv_heads)?,
+            int("head_size", hs)?,
+            int("capacity", capacity)?,
+            int("splits", slots)?,
+        );
+        let (rd, inter) = (int("rotary_dim", rotary_dim)?, i32::from(interleaved));
+        let win = int("window", c.window.unwrap_or(0))?;
+        let cap_s = c.softcap.unwrap_or(0.0);
+        let (ring, cluster) = (int("ring", mode.ring)?, i32::from(mode.cluster));
+        let f = self.k.get("attention_decode_f32")?;
+        let (x, y) = decode_grid(capacity, rows, mode.cluster);
+        let grid = (grid_dim("splits", x)?, grid_dim("rows", y)?, 1);
+        let shared = u32::try_from(stage).map_err(|_| Error::Invalid {
+            what: "decode attention",
+            why: format!("{stage} bytes of shared memory"),
+        })?;
+        let (qkv, step, out, scale, act) = (c.qkv, c.step, c.out, c.scale, c.act);
+        let (part, counts) = (c.part.0, c.counts.0);
+        let mut params = [
+            super::param(&qkv),
+            super::param(&step),
+            super::param(&cos),
+            super::param(&sin),
+            super::param(&rd),
+            super::param(&inter),
+            super::param(&k_cache),
+            super::param(&v_cache),
+            super::param(&cap),
+            super::param(&part),
+            super::param(&slots_i),
+            super::param(&counts),
+            super::param(&out),
+            super::param(&h),
+            super::param(&kvh),
+            super::param(&hs_i),
+            super::param(&scale),
+            super::param(&win),
+            super::param(&cap_s),
+            super::param(&act),
+            super::param(&ring),
+            super::param(&cluster),
+        ];
+        let width = if mode.cluster { GROUP as u32 } else { 1 };
+        // SAFETY: the arguments match `attention_decode_f32`'s C signature in order and type;
+        // `part` and `counts` were checked against the slots and rows the grid uses, the other
+        // addresses are the caller's live buffers sized for these dimensions, the dynamic
+        // shared memory is within what `DecodeDevice::probe` opted the function into, the
+        // grid's x is a multiple of the cluster width, and `params` outlives the call.
+        unsafe {
+            launch_raw_in(
+                self.stream,
+                f,
+                cfg(grid, THREADS, shared),
+                &mut params,
+                self.pdl,
+                width,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(n: usize) -> (usize, usize, usize) {
+        let l = decode_layout(n);
+        (l.passes, l.splits, l.groups)
+    }
+
+    #[test]
+    fn the_layout_at_its_boundaries() {
+        assert_eq!(layout(1), (1, 1, 1));
+        assert_eq!(layout(32), (1, 1, 1)); // one split: the block writes the output
+        assert_eq!(layout(33), (1, 2, 1));
+        assert_eq!(layout(190), (1, 6, 1)); // Qwen2.5-1.5B bench lengths: one group
+        assert_eq!(layout(256), (1, 8, 1));
+        assert_eq!(layout(257), (2, 5, 1)); // two passes per split
+        assert_eq!(layout(512), (2, 8, 1));
+        assert_eq!(layout(513), (2, 9, 2)); // a second group: partials and a ticket
+        assert_eq!(layout(2048), (2, 32, 4));
+        assert_eq!(layout(4096), (2, 64, 8));
+        assert_eq!(layout(4097), (3, 43, 6)); // past 64 splits the passes grow
+        assert_eq!(layout(5000), (3, 53, 7));
+        assert_eq!(layout(131_072), (64, 64, 8));
+    }
+
+    #[test]
+    fn every_split_has_positions_and_the_splits_stay_bounded() {
+        for n in 1..=70_000 {
+            let l = decode_layout(n);
+            let per = l.passes * PASS;
+            assert!(
+                l.splits * per >= n && (l.splits - 1) * per < n,
+                "n {n}: {l:?}"
+            );
+            assert!(l.splits <= MAX_SPLITS && l.groups <= GROUP, "n {n}: {l:?}");
+            assert_eq!(l.groups, l.splits.div_ceil(GROUP));
+            assert_eq!(l.groups == 1, n <= 512, "n {n}");
+            assert_eq!(l.splits == 1, n <= 32, "n {n}");
+            assert!(
+                l.passes <= STAGED || l.splits * (l.passes - 1) * PASS < n,
+                "n {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_grid_covers_every_length_up_to_the_capacity() {
+        let mut most = 0;
+        for cap in 1..=20_000 {
+            most = most.max(decode_layout(cap).splits);
+            assert_eq!(decode_splits(cap), most, "capacity {cap}");
+        }
+        assert_eq!(decode_splits(1 << 20), MAX_SPLITS);
+        assert_eq!(decode_grid(100, 2, false), (4, 2));
+        assert_eq!(decode_grid(100, 2, true), (8, 2)); // whole clusters
+        assert_eq!(decode_grid(400, 4, true), (8, 4));
+        assert_eq!(decode_grid(4096, 2, true), (64, 2));
+        assert_eq!(decode_grid(600, 2, true), (16, 2));
+    }
+
+    /// The kernel's key assignment (split s starts at `lo + s * passes * 32`, warp w's keys of
+    /// pass t at `s0 + t * 32 + 4 w`, `tiles = ceil((s1 - s0 - 4 w) / 32)`) covers every
+    /// attended position once, never takes more passes than the split has, and gives the
+    /// token's position to the last split.
+    #[test]
+    fn the_warps_tile_every_position_once() {
+        for n in (1..=600).chain([1000, 2047, 2048, 4096, 4097, 5000]) {
+            let p = n + 17; // a window leaves positions 0..lo out
+            let lo = p + 1 - n;
+            let l = decode_layout(n);
+            let mut seen = vec![0u8; n];
+            for s in 0..l.splits {
+                let s0 = lo + s * l.passes * PASS;
+                let s1 = (p + 1).min(s0 + l.passes * PASS);
+                assert!(s0 < s1);
+                assert_eq!(s1 == p + 1, s == l.splits - 1, "n {n} split {s}");
+                for w in 0..WARPS {
+                    let first = (s1 - s0) as isize - 4 * w as isize;
+                    let tiles = if first > 0 {
+                        (first as usize).div_ceil(PASS)
+                    } else {
+                        0
+                    };
+                    assert!(tiles <= l.passes);
+                    for t in 0..tiles {
+                        let key0 = s0 + t * PASS + 4 * w;
+                        assert!(key0 < s1, "every tile starts with a key");
+                        for key in (key0..key0 + 4).filter(|&k| k < s1) {
+                            seen[key - lo] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1), "n {n}");
+        }
+    }
+
+    #[test]
+    fn heads_rows_and_shared_memory() {
+        let d = |heads, kv_heads, head_size| DecodeHeads {
+            heads,
+            kv_heads,
+            head_size,
+        };
+        assert_eq!(d(12, 2, 128).rows(), 2);
+        assert_eq!(d(32, 2, 128).rows(), 4); // 16 query heads per KV head: two slices
+        assert_eq!(d(28, 4, 128).rows(), 4);
+        assert_eq!(d(12, 2, 256).rows(), 4); // 4 heads per block past head size 128
+        assert_eq!(d(14, 2, 132).rows(), 4);
+        assert!(d(12, 2, 128).supported());
+        assert!(!d(12, 2, 18).supported()); // rows not 16-byte multiples
+        assert!(!d(12, 5, 128).supported());
+        assert!(!d(12, 2, 260).supported());
+        assert_eq!(decode_stage_bytes(128, 2), 65_536);
+        assert_eq!(decode_stage_bytes(256, 1), 65_536);
+        assert_eq!(decode_stage_bytes(64, 2), 32_768);
+        // Values of the warps' partials reuse the stage: 8 warps x heads x hs floats fit.
+        for hs in (4..=256).step_by(4) {
+            assert!(
+                WARPS * decode_heads(hs) * hs * 4 <= decode_stage_bytes(hs, 1),
+                "{hs}"
+            );
+            assert!(decode_heads(hs) * hs <= 1024, "DA_VALUES");
+        }
+        // An H200 (227 KiB opt-in, ~12 KiB static) stages two passes at every head size; the
+        // default 48 KiB stages one up to head size 128 and none at 256.
+        let h200 = DecodeDevice {
+            dynamic_max: 227 * 1024 - 12_112,
+            cluster: true,
+        };
+        let ring = |dev: DecodeDevice, hs| dev.mode(hs).map(|m| m.ring);
+        assert_eq!(ring(h200, 256), Some(2));
+        assert_eq!(ring(h200, 128), Some(2));
+        let small = DecodeDevice {
+            dynamic_max: 48 * 1024 - 12_112,
+            cluster: false,
+        };
+        assert_eq!(ring(small, 64), Some(2));
+        assert_eq!(ring(small, 128), Some(1));
+        assert_eq!(ring(small, 256), None);
+        assert!(!small.mode(64).is_some_and(|m| m.cluster));
+    }
+
+    #[test]
+    fn the_rust_constants_match_the_kernel() {
+        let source = crate::cuda::compile::SOURCES
+            .iter()
+            .find(|s| s.family == "decode_attention")
+            .expect("the decode attention family");
+        for (name, value) in [
+            ("DA_THREADS", THREADS as usize),
+            ("DA_WARPS", WARPS),
+            ("DA_HEADS", HEADS),
+            ("DA_KEYS", 4),
+            ("DA_PASS", PASS),
+            ("DA_GROUP", GROUP),
+            ("DA_MAX_SPLITS", MAX_SPLITS),
+            ("DA_STAGED", STAGED),
+        ] {
+            let value = value.to_string();
+            let defined = source.code.lines().any(|line| {
+                let mut words = line.split_whitespace();
+                words.next() == Some("#define")
+                    && words.next() == Some(name)
+                    && words.next() == Some(value.as_str())
+            });
+            assert!(defined, "#define {name} {value} not in the kernel");
+        }
+        assert_eq!(WARPS * 4, PASS);
+    }
+}

@@ -3,6 +3,7 @@
 //! engine's [`genai_engine::Decoder`] and [`genai_engine::DecodeBackend`].
 
 mod error;
+mod graph;
 mod io;
 mod kv;
 pub mod library;

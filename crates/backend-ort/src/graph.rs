@@ -25,14 +25,16 @@
 //! the same KV buffers. Every decode run (`new_len` = 1) carries `gpu_graph_id` = the id of this
 //! buffer set (>= 1); the EP runs the first such runs normally (its warm-up), captures one, and
 //! replays from then on. Because a graph bakes in addresses, an id belongs to one set of buffers:
-//! a new generation either reuses the set (same batch and `max_length`) or takes a new id.
+//! each generation allocates its buffers and takes a fresh id (pooling buffer sets per batch and
+//! `max_length` so a graph is captured once per set, as ORT GenAI does, is the next step; until
+//! then every generation's graph stays in the EP's memory).
 //!
 //! When the option is on but a requirement fails, the generation takes today's path and every
 //! run must say `gpu_graph_id` = `-1`; otherwise the EP would capture a run whose host-fed inputs
 //! live at addresses that are not stable, and replay stale data.
 //!
-//! State of this work: the decision, the plan and the step values are here and unit-tested;
-//! the device-bound step is not written yet (see the crate README).
+//! The device-bound step is in `graph_step.rs`; it has not been run on a GPU yet (see the crate
+//! README for what to check).
 
 use crate::io::{IoSpec, KvLayout};
 use crate::session::Device;
@@ -246,26 +248,6 @@ impl StepValues {
             ids: Vec::new(),
             mask: Vec::new(),
             positions: Vec::new(),
-        }
-    }
-}
-
-/// Graph ids per buffer set: a set (batch, max_length) keeps its id for the session's life, so
-/// a later generation with the same set replays the graph captured on those buffers.
-#[derive(Debug, Default)]
-pub(crate) struct GraphIds {
-    sets: Vec<(usize, usize)>,
-}
-
-impl GraphIds {
-    /// The id (>= 1) for a set, assigning the next one the first time.
-    pub(crate) fn id(&mut self, batch: usize, max_length: usize) -> usize {
-        match self.sets.iter().position(|&s| s == (batch, max_length)) {
-            Some(i) => i + 1,
-            None => {
-                self.sets.push((batch, max_length));
-                self.sets.len()
-            }
         }
     }
 }

@@ -207,12 +207,3 @@ fn step_values_reject_what_does_not_fit() {
     assert_eq!(RunKind::of(&prompt), RunKind::Uncaptured);
     assert_eq!(RunKind::of(&too_long), RunKind::Captured);
 }
-
-#[test]
-fn graph_ids_follow_buffer_sets() {
-    let mut ids = GraphIds::default();
-    assert_eq!(ids.id(1, 128), 1);
-    assert_eq!(ids.id(2, 128), 2);
-    assert_eq!(ids.id(1, 128), 1);
-    assert_eq!(ids.id(1, 256), 3);
-}

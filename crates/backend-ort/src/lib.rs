@@ -4,6 +4,7 @@
 
 mod error;
 mod graph;
+mod graph_step;
 mod io;
 mod kv;
 pub mod library;

@@ -48,6 +48,7 @@ pub(crate) struct IoSpec {
     pub kv_heads: usize,
     pub head_size: usize,
     pub logits: String,
+    pub logits_dtype: TensorElementType,
     pub vocab_size: usize,
 }
 
@@ -124,18 +125,18 @@ impl IoSpec {
                 "has no output named {logits_name:?} (outputs.logits)"
             ))
         })?;
-        match logits.dtype().tensor_type() {
+        let logits_dtype = match logits.dtype().tensor_type() {
             Some(
-                TensorElementType::Float32
+                t @ (TensorElementType::Float32
                 | TensorElementType::Float16
-                | TensorElementType::Bfloat16,
-            ) => {}
+                | TensorElementType::Bfloat16),
+            ) => t,
             other => {
                 return Err(fail(format!(
                     "logits have element type {other:?}; f32, f16 or bf16 expected"
                 )));
             }
-        }
+        };
         let vocab_size = logits
             .dtype()
             .tensor_shape()
@@ -181,6 +182,7 @@ impl IoSpec {
             kv_heads,
             head_size,
             logits: logits_name.clone(),
+            logits_dtype,
             vocab_size,
         })
     }

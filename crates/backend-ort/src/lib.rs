@@ -3,6 +3,8 @@
 //! engine's [`genai_engine::Decoder`] and [`genai_engine::DecodeBackend`].
 
 mod error;
+mod graph;
+mod graph_step;
 mod io;
 mod kv;
 pub mod library;

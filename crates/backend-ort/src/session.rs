@@ -2,6 +2,7 @@
 //! config or the user asks for.
 
 use crate::Error;
+use crate::graph;
 use crate::io::IoSpec;
 use crate::library;
 use crate::state::OrtState;
@@ -10,6 +11,7 @@ use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions};
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider, ExecutionProvider};
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 /// Where the session runs.
@@ -50,6 +52,10 @@ pub(crate) struct Shared {
     pub session: Mutex<Session>,
     pub io: IoSpec,
     pub device: Device,
+    /// The CUDA provider was registered with `enable_cuda_graph` on.
+    pub graph_requested: bool,
+    /// The next `gpu_graph_id` to hand a generation's captured step (ids start at 1).
+    pub next_graph_id: AtomicUsize,
 }
 
 impl OrtDecoder {
@@ -115,6 +121,13 @@ impl OrtDecoder {
             .commit_from_file(&path)
             .map_err(|e| Error::ort(format!("loading {}", path.display()), e))?;
         let io = IoSpec::resolve(&session, config)?;
+        let graph_requested = device == Device::Cuda && graph::requested(&providers);
+        if graph_requested {
+            reasons.push(
+                "enable_cuda_graph: one-token steps run captured when the generation qualifies"
+                    .into(),
+            );
+        }
         let info = BackendInfo {
             backend: "ort".into(),
             device: device.name().into(),
@@ -125,6 +138,8 @@ impl OrtDecoder {
                 session: Mutex::new(session),
                 io,
                 device,
+                graph_requested,
+                next_graph_id: AtomicUsize::new(1),
             }),
             info,
         })

@@ -2,13 +2,17 @@
 //! ids, past KV), runs the session and keeps the presents.
 
 use crate::Error;
+use crate::graph::{Decision, Request, RunKind};
+use crate::graph_step::{GraphStep, uncaptured_run_options};
 use crate::kv::KvCache;
 use crate::session::Shared;
 use crate::tensors::{int_tensor, logits_f32};
 use genai_engine::{DecodeBackend, StartOptions, StepInput};
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::RunOptions;
 use ort::value::DynValue;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// Per-generation state.
 pub(crate) struct OrtState {
@@ -16,6 +20,10 @@ pub(crate) struct OrtState {
     kv: KvCache,
     batch: usize,
     cached_len: usize,
+    /// The captured one-token step, when the CUDA graph path applies.
+    graph: Option<GraphStep>,
+    /// `gpu_graph_id` = -1 for every other run while `enable_cuda_graph` is on.
+    uncaptured: Option<RunOptions>,
 }
 
 impl OrtState {
@@ -23,8 +31,20 @@ impl OrtState {
         let io = &shared.io;
         let use_static =
             options.past_present_share_buffer && io.kv_layout == crate::io::KvLayout::Split;
+        let decision = Decision::new(&Request {
+            device: shared.device,
+            enabled: shared.graph_requested,
+            batch: options.batch,
+            max_length: options.max_length,
+            past_present_share_buffer: use_static,
+            io,
+        });
+        let uncaptured = match decision.uncaptured_run_option() {
+            Some(_) => Some(uncaptured_run_options()?),
+            None => None,
+        };
+        let session = shared.session.lock().map_err(|_| poisoned())?;
         let kv = if use_static {
-            let session = shared.session.lock().map_err(|_| poisoned())?;
             KvCache::shared(
                 &session,
                 io,
@@ -35,11 +55,31 @@ impl OrtState {
         } else {
             KvCache::ping_pong(io, options.batch)?
         };
+        let graph = match decision {
+            Decision::Capture(plan) => {
+                let id = shared.next_graph_id.fetch_add(1, Ordering::Relaxed);
+                match GraphStep::new(&session, plan, id) {
+                    Ok(step) => Some(step),
+                    Err(e) => {
+                        report(&format!("CUDA graph not used: {e}"));
+                        None
+                    }
+                }
+            }
+            Decision::Fallback(reason) => {
+                report(&reason);
+                None
+            }
+            Decision::Off => None,
+        };
+        drop(session);
         Ok(OrtState {
             shared: Arc::clone(&shared),
             kv,
             batch: options.batch,
             cached_len: 0,
+            graph,
+            uncaptured,
         })
     }
 
@@ -88,6 +128,14 @@ impl OrtState {
         }
 
         let mut session = self.shared.session.lock().map_err(|_| poisoned())?;
+        if let (Some(graph), KvCache::Shared { buffers, .. }, RunKind::Captured) =
+            (&mut self.graph, &mut self.kv, RunKind::of(input))
+        {
+            let logits = graph.run(&mut session, buffers, input)?;
+            drop(session);
+            self.cached_len = total;
+            return Ok(logits);
+        }
         let logits = match &mut self.kv {
             KvCache::PingPong { values } => {
                 let mut feed: Vec<(String, ort::session::SessionInputValue<'_>)> =
@@ -95,7 +143,11 @@ impl OrtState {
                 for (name, value) in io.past_inputs.iter().zip(values.iter()) {
                     feed.push((name.clone(), value.into()));
                 }
-                let mut outputs = session.run(feed).map_err(|e| Error::ort("run", e))?;
+                let outputs = match &self.uncaptured {
+                    Some(options) => session.run_with_options(feed, options),
+                    None => session.run(feed),
+                };
+                let mut outputs = outputs.map_err(|e| Error::ort("run", e))?;
                 let mut presents = Vec::with_capacity(io.present_outputs.len());
                 for name in &io.present_outputs {
                     presents.push(outputs.remove(name.as_str()).ok_or_else(|| missing(name))?);
@@ -139,9 +191,11 @@ impl OrtState {
                 binding
                     .bind_output_to_device(io.logits.as_str(), &cpu)
                     .map_err(|e| Error::ort("binding logits", e))?;
-                let mut outputs = session
-                    .run_binding(&binding)
-                    .map_err(|e| Error::ort("run", e))?;
+                let outputs = match &self.uncaptured {
+                    Some(options) => session.run_binding_with_options(&binding, options),
+                    None => session.run_binding(&binding),
+                };
+                let mut outputs = outputs.map_err(|e| Error::ort("run", e))?;
                 let logits = outputs
                     .remove(io.logits.as_str())
                     .ok_or_else(|| missing(&io.logits))?;
@@ -203,6 +257,11 @@ fn last_positions(
         rows.extend_from_slice(&data[start..start + vocab]);
     }
     Ok(rows)
+}
+
+/// Says on stderr why a generation that asked for a CUDA graph runs without one.
+fn report(reason: &str) {
+    eprintln!("genai-bridge (ort backend): {reason}; using uncaptured runs");
 }
 
 fn poisoned() -> Error {

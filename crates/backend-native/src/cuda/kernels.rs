@@ -12,8 +12,8 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
-mod int4;
 mod decode;
+mod int4;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 
 /// Blocks of the first argmax pass (and partials it leaves).
@@ -31,7 +31,7 @@ pub(crate) struct Kernels {
     /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
     /// and `GENAI_BRIDGE_PDL` is not `0`.
     pub pdl: bool,
-    /// Which kernel and split rule one-row dense layers use (`GENAI_BRIDGE_DECODE_GEMV`).
+    /// Which kernel one-row linear layers use (`GENAI_BRIDGE_DECODE_GEMV`).
     pub decode_gemv: DecodeGemv,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
@@ -137,18 +137,14 @@ fn staged_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// `staged` or `rounds` (see [`DecodeGemv`]): an A/B switch for measurements.
+/// `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
-/// The one-row linear layers' kernel and split rule (`Rounds` applies to dense layers only;
-/// int4 layers have their own rule, `decode_split_int4`).
+/// The one-row linear layers' kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DecodeGemv {
-    /// `gemv_decode_*`, split until the launch has [`TARGET_WARPS`] warps (the default).
+    /// `gemv_decode_*`, split per [`LinearShape::decode_split`] (the default).
     Split,
-    /// The same kernel, also split until a warp walks at most [`ROUND_VALUES`] values of a
-    /// row (long rows: 8B-class k of 4096 and 14336).
-    Rounds,
     /// The multi-row bodies with activations staged in shared memory (dense and int4).
     Staged,
 }
@@ -157,7 +153,6 @@ impl DecodeGemv {
     fn from_env() -> DecodeGemv {
         match std::env::var(DECODE_GEMV_ENV).as_deref() {
             Ok("staged") => DecodeGemv::Staged,
-            Ok("rounds") => DecodeGemv::Rounds,
             _ => DecodeGemv::Split,
         }
     }
@@ -372,17 +367,17 @@ impl LinearShape {
 
     /// Warps sharing a column pair in the one-row kernels (`gemv_decode_*`): doubled (up to
     /// [`DEC_WARPS`]) while the launch has fewer than [`TARGET_WARPS`] warps and each warp
-    /// keeps at least 256 values of a row. Depends on (k, n) only.
-    fn decode_split(&self, rule: DecodeGemv) -> usize {
+    /// keeps at least 256 values of a row, then further while a warp would walk more than
+    /// [`ROUND_VALUES`] values (two load rounds: long rows, 8B-class k of 4096 and 14336,
+    /// measured 8% faster on Llama-3-8B than the warp target alone). Depends on (k, n) only.
+    fn decode_split(&self) -> usize {
         let pairs = self.n.div_ceil(DEC_COLS);
         let mut split = 1;
         while split < DEC_WARPS && pairs * split < TARGET_WARPS && self.k / (split * 2) >= 256 {
             split *= 2;
         }
-        if rule == DecodeGemv::Rounds {
-            while split < DEC_WARPS && self.k.div_ceil(split) > ROUND_VALUES {
-                split *= 2;
-            }
+        while split < DEC_WARPS && self.k.div_ceil(split) > ROUND_VALUES {
+            split *= 2;
         }
         split
     }
@@ -613,8 +608,8 @@ impl Ops<'_> {
         let rule = self.k.decode_gemv;
         if s.m == 1 && rule != DecodeGemv::Staged {
             let f = self.k.get(decode_kernel(kind))?;
-            let grid = s.decode_grid(s.decode_split(rule))?;
-            let split = int("split", s.decode_split(rule))?;
+            let grid = s.decode_grid(s.decode_split())?;
+            let split = int("split", s.decode_split())?;
             return launch!(
                 self,
                 f,
@@ -732,9 +727,8 @@ mod tests {
     }
 
     #[test]
-    fn the_rounds_rule_splits_only_long_rows() {
-        use super::DecodeGemv::{Rounds, Split};
-        let split = |n, k, rule| {
+    fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {
+        let split = |n, k| {
             LinearShape {
                 m: 1,
                 k,
@@ -743,25 +737,22 @@ mod tests {
                 ldy: n,
                 glu: -1,
             }
-            .decode_split(rule)
+            .decode_split()
         };
-        // Qwen2.5-1.5B: the same splits under both rules.
-        for (n, k) in [(2048, 1536), (1536, 1536), (17920, 1536), (1536, 8960)] {
-            assert_eq!(split(n, k, Split), split(n, k, Rounds), "n {n} k {k}");
-        }
-        // Llama-3-8B: qkv, gate/up and down get more warps per column pair.
-        assert_eq!(
-            (split(6144, 4096, Split), split(6144, 4096, Rounds)),
-            (1, 2)
-        );
-        assert_eq!(
-            (split(28672, 4096, Split), split(28672, 4096, Rounds)),
-            (1, 2)
-        );
-        assert_eq!(
-            (split(4096, 14336, Split), split(4096, 14336, Rounds)),
-            (2, 4)
-        );
+        // Qwen2.5-1.5B: narrow layers double to 4 warps per pair (fewer than 3072 warps);
+        // gate/up (8960 pairs) is wide enough with one warp and its rows are short.
+        assert_eq!(split(2048, 1536), 4);
+        assert_eq!(split(1536, 1536), 4);
+        assert_eq!(split(17920, 1536), 1);
+        assert_eq!(split(1536, 8960), 4);
+        // Llama-3-8B: qkv and gate/up are wide enough for the warp target but a warp would walk
+        // 4096 values: 2 warps; o-proj reaches 2 by the target, down (14336) is capped at 4.
+        assert_eq!(split(6144, 4096), 2);
+        assert_eq!(split(28672, 4096), 2);
+        assert_eq!(split(4096, 4096), 2);
+        assert_eq!(split(4096, 14336), 4);
+        // Short rows: one warp whatever the width.
+        assert_eq!(split(64, 200), 1);
     }
 
     #[test]

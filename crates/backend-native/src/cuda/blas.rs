@@ -1,6 +1,7 @@
-//! Prompt (prefill) linear layers through cuBLAS GEMMs: dense f32/f16/bf16 weights, two rows of
-//! x or more (decode steps and int4 weights keep the GEMV kernels). cuBLAS is loaded at run
-//! time; where it is missing the decoder keeps the GEMV kernels and says so in its reasons.
+//! Prompt (prefill) linear layers through cuBLAS GEMMs: dense f32/f16/bf16 weights and CompFp32
+//! int4 ones (dequantised into a scratch, `blas/int4.rs`), two rows of x or more (decode steps
+//! and CompInt8 int4 layers keep the GEMV kernels). cuBLAS is loaded at run time; where it is
+//! missing the decoder keeps the GEMV kernels and says so in its reasons.
 //!
 //! Our row-major `y[m, n] = x[m, k] · W^T` (W stored `[n, k]`) is, read column-major,
 //! `Y^T (n × m) = W^T-as-stored^T · X^T`: one `cublasGemmEx` with A = W (transposed, lda k),
@@ -115,6 +116,24 @@ impl GemmType {
         }
     }
 
+    /// The type a MatMulNBits layer dequantises to for a prompt GEMM: its scales' type (what
+    /// the ONNX Runtime CUDA EP computes in).
+    pub fn of_scales(dtype: genai_frontend::WeightDType) -> GemmType {
+        match dtype {
+            genai_frontend::WeightDType::F32 => GemmType::F32,
+            genai_frontend::WeightDType::F16 => GemmType::F16,
+            genai_frontend::WeightDType::BF16 => GemmType::Bf16,
+        }
+    }
+
+    /// Bytes of one value.
+    pub fn size(self) -> usize {
+        match self {
+            GemmType::F32 => 4,
+            GemmType::F16 | GemmType::Bf16 => 2,
+        }
+    }
+
     fn data(self) -> sys::cudaDataType {
         match self {
             GemmType::F32 => sys::cudaDataType::CUDA_R_32F,
@@ -140,35 +159,60 @@ impl GemmType {
     }
 }
 
+/// Values of an int4 layer's weight dequantised at once for a prompt GEMM (32 MiB at f16): a
+/// wider layer runs as several GEMMs over column slices.
+pub(crate) const DEQUANT_VALUES: usize = 16 << 20;
+
+/// Columns of a `[n, k]` int4 weight dequantised per GEMM: as many as [`DEQUANT_VALUES`] hold,
+/// at least one.
+pub(crate) fn dequant_cols(k: usize, n: usize) -> usize {
+    (DEQUANT_VALUES / k.max(1)).clamp(1, n.max(1))
+}
+
 /// A generation's GEMM scratch: x cast to 16 bits `[CHUNK, k]` for the widest half-precision
-/// input, the GEMM's sums `[CHUNK, n]` for the widest dense output (read by the epilogue).
+/// input, the GEMM's sums `[CHUNK, n]` for the widest output (read by the epilogue), and the
+/// dequantised column slice of the widest int4 layer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct GemmScratch {
     /// u16 values.
     pub cast: usize,
     /// f32 values.
     pub out: usize,
+    /// Bytes.
+    pub dequant: usize,
 }
 
 impl GemmScratch {
-    /// For dense layers `(type, k, n)` run over up to `CHUNK` rows.
-    pub fn of(layers: impl IntoIterator<Item = (GemmType, usize, usize)>) -> Self {
-        let (mut k, mut n) = (0, 0);
-        for (ty, lk, ln) in layers {
+    /// For dense layers `(type, k, n)` and CompFp32 int4 layers `(type dequantised to, k, n)`
+    /// run over up to `CHUNK` rows.
+    pub fn of(
+        dense: impl IntoIterator<Item = (GemmType, usize, usize)>,
+        int4: impl IntoIterator<Item = (GemmType, usize, usize)>,
+    ) -> Self {
+        let (mut k, mut n, mut dequant) = (0, 0, 0);
+        let mut add = |ty: GemmType, lk: usize, ln: usize| {
             if ty != GemmType::F32 {
                 k = k.max(lk);
             }
             n = n.max(ln);
+        };
+        for (ty, lk, ln) in dense {
+            add(ty, lk, ln);
+        }
+        for (ty, lk, ln) in int4 {
+            add(ty, lk, ln);
+            dequant = dequant.max(dequant_cols(lk, ln) * lk * ty.size());
         }
         GemmScratch {
             cast: CHUNK * k,
             out: CHUNK * n,
+            dequant,
         }
     }
 
     /// Device bytes, the workspace included.
     pub fn bytes(&self) -> usize {
-        WORKSPACE_BYTES + 2 * self.cast + 4 * self.out
+        WORKSPACE_BYTES + 2 * self.cast + 4 * self.out + self.dequant
     }
 }
 
@@ -260,6 +304,7 @@ pub(crate) struct Blas {
     _workspace: DevBuf<u8>,
     cast: DevBuf<u16>,
     out: DevBuf<f32>,
+    dequant: DevBuf<u8>,
     stream: Arc<CudaStream>,
 }
 
@@ -272,6 +317,7 @@ impl Blas {
         let workspace = DevBuf::<u8>::zeros(stream, WORKSPACE_BYTES)?;
         let cast = DevBuf::<u16>::zeros(stream, scratch.cast)?;
         let out = DevBuf::<f32>::zeros(stream, scratch.out)?;
+        let dequant = DevBuf::<u8>::zeros(stream, scratch.dequant)?;
         let handle = Handle::new(stream)?;
         // cublasSetStream resets the workspace: it is set after.
         // SAFETY: the handle is live; the workspace is a device allocation of WORKSPACE_BYTES
@@ -286,6 +332,7 @@ impl Blas {
             _workspace: workspace,
             cast,
             out,
+            dequant,
             stream: Arc::clone(stream),
         })
     }
@@ -349,7 +396,7 @@ impl Drop for Blas {
     }
 }
 
-fn elementwise_blocks(total: usize) -> u32 {
+pub(crate) fn elementwise_blocks(total: usize) -> u32 {
     total.div_ceil(256).clamp(1, 4096) as u32
 }
 
@@ -385,6 +432,26 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
+    ) -> Result<(), Error> {
+        self.gemm_with(blas, ty, x, bias, y, s, act, |b, ldb, c, ldc| {
+            blas.gemm(ty, ColMajor::of(s.m, s.k, s.n, ldb, ldc)?, (w, b, c))
+        })
+    }
+
+    /// The frame of a GEMM linear: checks, x cast to `ty` when it is 16 bits, the sums written
+    /// by `sums(b, ldb, c, ldc)` (B = x as the GEMM reads it, C = y or the scratch), then the
+    /// epilogue where the layer has one.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemm_with(
+        &self,
+        blas: &Blas,
+        ty: GemmType,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+        sums: impl FnOnce(DevPtr, usize, DevPtr, usize) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let LinearShape {
             m,
@@ -428,7 +495,7 @@ impl Ops<'_> {
         } else {
             (y, ldy)
         };
-        blas.gemm(ty, ColMajor::of(m, k, n, ldb, ldc)?, (w, b, c))?;
+        sums(b, ldb, c, ldc)?;
         if !epilogue {
             return Ok(());
         }
@@ -462,6 +529,8 @@ impl Ops<'_> {
         launch!(self, f, c, &sums, &bias, &y, &ldyi, &mi, &ni, &act, &glu)
     }
 }
+
+mod int4;
 
 #[cfg(test)]
 mod tests;

@@ -87,7 +87,14 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "blas",
         code: include_str!("../../../../kernels/blas.cu"),
-        symbols: &["cast_rows_f16", "cast_rows_bf16", "gemm_epilogue_f32"],
+        symbols: &[
+            "cast_rows_f16",
+            "cast_rows_bf16",
+            "gemm_epilogue_f32",
+            "dequant_int4_f32",
+            "dequant_int4_f16",
+            "dequant_int4_bf16",
+        ],
     },
     Source {
         family: "sampling",

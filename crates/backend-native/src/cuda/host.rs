@@ -5,6 +5,7 @@
 //! and the image: one linear layer as one contiguous, aligned byte block, which is what sits in
 //! device memory (resident) or in page-locked host memory (streamed into a slot every step).
 
+use crate::cuda::blas::GemmType;
 use crate::error::Error;
 use genai_frontend::{Int4Weight as PlanInt4, Linear, Table, Tensor, Weight, WeightDType};
 use genai_onnx::{DataType, OnnxModel};
@@ -21,6 +22,8 @@ pub(crate) enum HostWeight {
         zp_f32: Option<Vec<f32>>,
         block: usize,
         int8: bool,
+        /// The type a prompt GEMM dequantises to (the scales' type).
+        prompt: GemmType,
     },
 }
 
@@ -93,6 +96,7 @@ impl HostLinear {
                 zp_f32,
                 block,
                 int8,
+                prompt,
             } => HostWeight::Int4 {
                 packed: pairs(&packed, n),
                 scales: pairs(&scales, n),
@@ -100,6 +104,7 @@ impl HostLinear {
                 zp_f32: zp_f32.map(|z| pairs(&z, n)),
                 block,
                 int8,
+                prompt,
             },
         };
         self.bias = self.bias.map(|b| pairs(&b, n));
@@ -120,6 +125,7 @@ impl HostLinear {
                             int8: x,
                             zp_f32: za,
                             zp_u8: ua,
+                            prompt: pa,
                             ..
                         },
                         HostWeight::Int4 {
@@ -127,6 +133,7 @@ impl HostLinear {
                             int8: y,
                             zp_f32: zb,
                             zp_u8: ub,
+                            prompt: pb,
                             ..
                         },
                     ) => {
@@ -134,6 +141,7 @@ impl HostLinear {
                             && x == y
                             && za.is_some() == zb.is_some()
                             && ua.is_some() == ub.is_some()
+                            && pa == pb
                     }
                     _ => false,
                 }
@@ -166,6 +174,7 @@ impl HostLinear {
                     zp_f32,
                     block,
                     int8,
+                    prompt,
                 },
                 HostWeight::Int4 {
                     packed: p2,
@@ -192,6 +201,7 @@ impl HostLinear {
                     zp_f32,
                     block,
                     int8,
+                    prompt,
                 }
             }
             (acc, _) => acc,
@@ -205,8 +215,13 @@ impl HostLinear {
 pub(crate) enum Form {
     /// `[n, k]` values for `kernel`.
     Dense { kernel: &'static str },
-    /// MatMulNBits; `int8` selects the CompInt8 path.
-    Int4 { block: usize, int8: bool },
+    /// MatMulNBits; `int8` selects the CompInt8 path; prompt GEMMs of the CompFp32 path
+    /// dequantise to `prompt`.
+    Int4 {
+        block: usize,
+        int8: bool,
+        prompt: GemmType,
+    },
 }
 
 /// Byte offsets of a layer's parts inside its image.
@@ -261,6 +276,7 @@ impl HostLinear {
                 zp_f32,
                 block,
                 int8,
+                prompt,
             } => {
                 let mut bytes = packed;
                 let mut parts = Parts {
@@ -269,7 +285,15 @@ impl HostLinear {
                 };
                 parts.zp_f32 = zp_f32.map(|z| append(&mut bytes, f32_bytes(&z)));
                 parts.zp_u8 = zp_u8.map(|z| append(&mut bytes, z));
-                (bytes, Form::Int4 { block, int8 }, parts)
+                (
+                    bytes,
+                    Form::Int4 {
+                        block,
+                        int8,
+                        prompt,
+                    },
+                    parts,
+                )
             }
         };
         parts.bias = self.bias.map(|b| append(&mut bytes, f32_bytes(&b)));
@@ -428,6 +452,7 @@ fn int4(model: &OnnxModel, w: &PlanInt4) -> Result<HostWeight, Error> {
         zp_f32,
         block: w.block_size,
         int8: w.accuracy_level == 4 && !float_zp,
+        prompt: GemmType::of_scales(w.scales.dtype),
     })
 }
 
@@ -513,6 +538,7 @@ mod tests {
                 zp_f32: Some(vec![8.0; n * nb]),
                 block,
                 int8,
+                prompt: super::GemmType::F32,
             },
             bias: None,
             k,

@@ -1,6 +1,6 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
-//! (`gemm.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
+//! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
 //! argmax, the device token choice against the host's (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
@@ -16,6 +16,7 @@ use std::sync::Arc;
 mod decode;
 mod epilogue;
 mod gemm;
+mod gemm_int4;
 mod int4;
 mod linear;
 mod sampling;

@@ -3,7 +3,7 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::blas::{Blas, GemmScratch, GemmType};
+use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
@@ -84,7 +84,7 @@ impl Sizes {
                 .iter()
                 .map(|l| l.kv_heads * capacity * l.head_size)
                 .collect(),
-            // No dense layer (int4 weights only): no handle either.
+            // No layer a GEMM can run (CompInt8 int4 weights only): no handle either.
             gemm: gemm.then(|| gemm_scratch(model)).filter(|g| g.out > 0),
         }
     }
@@ -109,23 +109,29 @@ impl Sizes {
 
 /// The GEMM scratch for the layers' dense linears (the lm_head runs on one row: a GEMV).
 fn gemm_scratch(model: &DevModel) -> GemmScratch {
-    let dense = model
-        .layers
-        .iter()
-        .flat_map(DevLayer::linears)
-        .filter_map(|p| match p.form {
-            Form::Dense { kernel } => GemmType::of(kernel).map(|t| (t, p.k, p.n)),
-            Form::Int4 { .. } => None,
-        });
-    GemmScratch::of(dense)
+    let linears = || model.layers.iter().flat_map(DevLayer::linears);
+    let dense = linears().filter_map(|p| match p.form {
+        Form::Dense { kernel } => GemmType::of(kernel).map(|t| (t, p.k, p.n)),
+        Form::Int4 { .. } => None,
+    });
+    let int4 = linears().filter_map(|p| match p.form {
+        Form::Int4 {
+            int8: false,
+            prompt,
+            ..
+        } => Some((prompt, p.k, p.n)),
+        _ => None,
+    });
+    GemmScratch::of(dense, int4)
 }
 
 /// An upper bound of [`Buffers::bytes`] from the plan alone, before the model is read: every
 /// activation buffer as wide as twice the widest linear output (a gate and an up projection)
 /// or the attention's split partials, the int8 scratch as wide as the widest input, and the
-/// prompt GEMMs' workspace and scratch (as wide as the widest input and output). Used only
-/// to decide whether the model may not fit (an overestimate costs host memory during load,
-/// never a wrong placement: the residency planner then sizes everything exactly).
+/// prompt GEMMs' workspace and scratch (as wide as the widest input and output, and an f32
+/// dequantisation slice of int4 weights). Used only to decide whether the model may not fit
+/// (an overestimate costs host memory during load, never a wrong placement: the residency
+/// planner then sizes everything exactly).
 pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity: usize) -> u64 {
     let d = plan.dims;
     let linears = plan.linears();
@@ -140,6 +146,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
     let gemm = GemmScratch {
         cast: CHUNK * widest_in,
         out: CHUNK * widest_out,
+        dequant: 4 * DEQUANT_VALUES.max(widest_in),
     };
     4 * (CHUNK * activations + kv + d.vocab + CHUNK + 8) as u64 + gemm.bytes() as u64
 }

@@ -114,7 +114,9 @@ impl DevLinear {
     /// Int8 scratch this layer needs per row: (quantized values, block scales).
     pub fn quant_scratch(&self) -> (usize, usize) {
         match self.form {
-            Form::Int4 { block, int8: true } => {
+            Form::Int4 {
+                block, int8: true, ..
+            } => {
                 let nb = self.k.div_ceil(block);
                 (nb * block, nb)
             }
@@ -170,7 +172,9 @@ impl DevLinear {
         let scales = at(self.parts.scales);
         match self.form {
             Form::Dense { kernel } => ops.dense(kernel, main, x, bias, y, shape, act)?,
-            Form::Int4 { block, int8: true } => ops.gemv_int4_i8(
+            Form::Int4 {
+                block, int8: true, ..
+            } => ops.gemv_int4_i8(
                 (main, scales, at(self.parts.zp_u8)),
                 block,
                 x,
@@ -180,9 +184,14 @@ impl DevLinear {
                 shape,
                 act,
             )?,
-            Form::Int4 { block, int8: false } => ops.gemv_int4_f32(
+            Form::Int4 {
+                block,
+                int8: false,
+                prompt,
+            } => ops.int4_fp32(
                 (main, scales, at(self.parts.zp_f32)),
                 block,
+                prompt,
                 x,
                 bias,
                 y,

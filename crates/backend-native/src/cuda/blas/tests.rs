@@ -61,18 +61,44 @@ fn bad_shapes_are_errors() {
 
 #[test]
 fn the_scratch_fits_the_widest_layers_of_a_chunk() {
-    let s = GemmScratch::of([
+    let dense = [
         (GemmType::F32, 20_000, 64), // f32 x is read in place: no cast
         (GemmType::F16, 8960, 1536),
         (GemmType::Bf16, 1536, 17_920),
-    ]);
+    ];
+    let s = GemmScratch::of(dense, []);
     assert_eq!(s.cast, CHUNK * 8960);
     assert_eq!(s.out, CHUNK * 17_920);
+    assert_eq!(s.dequant, 0);
     assert_eq!(
         s.bytes(),
         WORKSPACE_BYTES + 2 * CHUNK * 8960 + 4 * CHUNK * 17_920
     );
-    assert_eq!(GemmScratch::of([]).bytes(), WORKSPACE_BYTES);
+    assert_eq!(GemmScratch::of([], []).bytes(), WORKSPACE_BYTES);
+    // int4 layers: their input is cast and their sums land in the scratch like a dense
+    // layer's; the dequantised slice holds the widest layer's slice in its type.
+    let int4 = [(GemmType::F16, 4096, 28_672), (GemmType::F16, 14_336, 4096)];
+    let s = GemmScratch::of([], int4);
+    assert_eq!((s.cast, s.out), (CHUNK * 14_336, CHUNK * 28_672));
+    assert_eq!(s.dequant, 2 * DEQUANT_VALUES);
+    let small = GemmScratch::of([], [(GemmType::F32, 1536, 2048)]);
+    assert_eq!(small.dequant, 4 * 1536 * 2048);
+}
+
+#[test]
+fn dequantised_slices_cover_every_column_within_the_scratch() {
+    // Llama-3-8B gate/up: 4096 columns of 4096 values per slice, 7 slices.
+    assert_eq!(dequant_cols(4096, 28_672), 4096);
+    // A narrow layer is one slice; a row longer than the scratch still gets one column.
+    assert_eq!(dequant_cols(1536, 2048), 2048);
+    assert_eq!(dequant_cols(DEQUANT_VALUES + 1, 5), 1);
+    for (k, n) in [(4096, 28_672), (14_336, 4096), (896, 1152), (4096, 4098)] {
+        let cols = dequant_cols(k, n);
+        assert!(
+            cols * k <= DEQUANT_VALUES && cols >= 1 && cols <= n,
+            "k {k} n {n}"
+        );
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
 use super::linear::{Dt, rounded, weight_bytes};
-use super::{Check, Ctx, Rng, rel};
+use super::{Check, Ctx, Rng, gemm_int4, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
 use crate::cuda::blas::{Blas, GemmScratch, GemmType, cublas_available};
 use crate::cuda::kernels::{DevPtr, LinearShape, Ops};
@@ -93,7 +93,11 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         }]);
     }
     let all = cases();
-    let scratch = GemmScratch::of(all.iter().map(|k| (gemm_type(k.dt), k.k, k.cols())));
+    let int4 = gemm_int4::cases();
+    let scratch = GemmScratch::of(
+        all.iter().map(|k| (gemm_type(k.dt), k.k, k.cols())),
+        int4.iter().map(|k| k.layer()),
+    );
     let blas = Blas::new(&c.stream, scratch)?;
     let ops = Ops {
         blas: Some(&blas),
@@ -103,12 +107,15 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
     for case in all {
         out.extend(case_checks(c, &ops, &blas, rng, case)?);
     }
+    for case in int4 {
+        out.extend(gemm_int4::check_case(c, &ops, &blas, rng, case)?);
+    }
     Ok(out)
 }
 
 /// y `[m, ldy]` filled with [`UNTOUCHED`], the call writing `[m, width]` from column `col0`;
 /// the slice, or `None` when anything around it changed.
-fn in_slice(
+pub(super) fn in_slice(
     c: &Ctx,
     (m, width, col0, ldy): (usize, usize, usize, usize),
     call: impl FnOnce(DevPtr) -> Result<(), Error>,
@@ -132,7 +139,7 @@ fn in_slice(
     Ok(Some(slice))
 }
 
-fn check(name: String, got: Option<&[f32]>, want: &[f32], limit: f32) -> Check {
+pub(super) fn check(name: String, got: Option<&[f32]>, want: &[f32], limit: f32) -> Check {
     let rel_diff = got.map_or(f32::INFINITY, |g| rel(g, want));
     Check {
         name,
@@ -145,12 +152,18 @@ fn check(name: String, got: Option<&[f32]>, want: &[f32], limit: f32) -> Check {
 /// inputs: 1e-5 as every f32 kernel here; half-precision weights run on tensor cores, whose f32
 /// accumulation truncates (rounds toward zero) instead of rounding to nearest, an error of up
 /// to one ulp (2^-23) per accumulation step rather than half of one, and of one sign: 3e-5.
-fn sum_tol(dt: Dt) -> f32 {
+pub(super) fn sum_tol(dt: Dt) -> f32 {
     if dt == Dt::F32 { 1e-5 } else { 3e-5 }
 }
 
 /// `[m, k]` x `[k, n]` on the CPU (no bias).
-fn cpu_linear(c: &Ctx, x: &[f32], m: usize, k: usize, kn: &[f32]) -> Result<Vec<f32>, Error> {
+pub(super) fn cpu_linear(
+    c: &Ctx,
+    x: &[f32],
+    m: usize,
+    k: usize,
+    kn: &[f32],
+) -> Result<Vec<f32>, Error> {
     let n = kn.len() / k;
     let w = Weight::Dense(DenseWeight::from_f32(k, n, kn)?);
     let mut y = vec![0f32; m * n];

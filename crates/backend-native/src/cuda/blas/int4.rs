@@ -1,0 +1,90 @@
+//! Prompt rows of CompFp32 MatMulNBits layers through cuBLAS: each slice of the weight's
+//! columns is dequantised (`dequant_int4_*` in kernels/blas.cu, w = (q - zp) * scale in f32 as
+//! the GEMV computes it, stored in the layer's scale type) into the generation's scratch, and
+//! one GEMM per slice writes those columns of the sums; the epilogue then runs once over all of
+//! them. With half-precision scales this is what the ONNX Runtime CUDA EP computes (fp16
+//! dequantisation, f32 sums); with f32 scales the same values as the GEMV in another summation
+//! order. CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
+
+use super::{Blas, ColMajor, GemmType, MIN_ROWS, dequant_cols, elementwise_blocks};
+use crate::cuda::kernels::{DevPtr, LinearShape, Ops, cfg, int, launch};
+use crate::error::Error;
+
+/// A MatMulNBits weight on the device: packed data, f32 scales, f32 zero points (0: none).
+pub(crate) type Int4Parts = (DevPtr, DevPtr, DevPtr);
+
+impl Ops<'_> {
+    /// A CompFp32 MatMulNBits layer: through cuBLAS for `MIN_ROWS` rows or more when this pass
+    /// has a handle with a dequantisation scratch, else the GEMV kernels.
+    #[allow(clippy::too_many_arguments)]
+    pub fn int4_fp32(
+        &self,
+        parts: Int4Parts,
+        block: usize,
+        prompt: GemmType,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        match self.blas {
+            Some(blas) if s.m >= MIN_ROWS && blas.dequant.len > 0 => {
+                self.gemm_int4(blas, parts, block, prompt, x, bias, y, s, act)
+            }
+            _ => self.gemv_int4_f32(parts, block, x, bias, y, s, act),
+        }
+    }
+
+    /// y = x W (+ bias) for an int4 W through dequantised column slices and cuBLAS GEMMs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_int4(
+        &self,
+        blas: &Blas,
+        (packed, scales, zp): Int4Parts,
+        block: usize,
+        ty: GemmType,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        let (k, n) = (s.k, s.n);
+        if block < 2 || !block.is_multiple_of(2) {
+            return Err(Error::Invalid {
+                what: "int4 GEMM",
+                why: format!("block size {block} is not even"),
+            });
+        }
+        let cols = dequant_cols(k, n);
+        if cols * k * ty.size() > blas.dequant.len {
+            return Err(Error::Invalid {
+                what: "int4 GEMM",
+                why: format!("{cols} × {k} dequantised values exceed the scratch"),
+            });
+        }
+        let name = match ty {
+            GemmType::F32 => "dequant_int4_f32",
+            GemmType::F16 => "dequant_int4_f16",
+            GemmType::Bf16 => "dequant_int4_bf16",
+        };
+        let f = self.k.get(name)?;
+        let (ki, bs) = (int("k", k)?, int("block", block)?);
+        let scratch = blas.dequant.ptr;
+        self.gemm_with(blas, ty, x, bias, y, s, act, |b, ldb, c, ldc| {
+            for first in (0..n).step_by(cols) {
+                let rows = cols.min(n - first);
+                let (fi, ri) = (int("column", first)?, int("columns", rows)?);
+                let grid = elementwise_blocks(rows * k.div_ceil(2));
+                let launch_cfg = cfg((grid, 1, 1), 256, 0);
+                launch!(
+                    self, f, launch_cfg, &packed, &scales, &zp, &scratch, &fi, &ri, &ki, &bs
+                )?;
+                let slice = ColMajor::of(s.m, k, rows, ldb, ldc)?;
+                blas.gemm(ty, slice, (scratch, b, c + 4 * first as u64))?;
+            }
+            Ok(())
+        })
+    }
+}

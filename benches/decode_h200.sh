@@ -43,6 +43,7 @@
 #                 what is left, a step that would start with less than MIN_STEP_S (15) left is
 #                 skipped and recorded as {"kind":"skipped"}
 #   HF_VARIANTS   default "eager compiled"; "" skips transformers
+#   NATIVE=0      skip genai-bridge's native rows (e.g. a call that only adds the ORT rows)
 #   EAGER_ALL=1   native eager for int4 too (default: fp16 only)
 #   ORT_GRAPH_PROBE=0  skip the check of the ONNX Runtime CUDA EP's own CUDA graph (see below)
 #   PROMPT_TOKENS (128), DECODE_TOKENS (256), RUNS (2 measured runs after one warm-up)
@@ -256,9 +257,11 @@ for prec in $PRECISIONS; do
         fi
         [[ "${MAKE_ONLY:-0}" == 1 ]] && continue
 
-        gb_bench "native graph $shape $prec" "$shape" "$prec" "$dir" native 1
-        if [[ $prec == fp16 || "${EAGER_ALL:-0}" == 1 ]]; then
-            gb_bench "native eager $shape $prec" "$shape" "$prec" "$dir" native 0
+        if [[ "${NATIVE:-1}" == 1 ]]; then
+            gb_bench "native graph $shape $prec" "$shape" "$prec" "$dir" native 1
+            if [[ $prec == fp16 || "${EAGER_ALL:-0}" == 1 ]]; then
+                gb_bench "native eager $shape $prec" "$shape" "$prec" "$dir" native 0
+            fi
         fi
 
         if [[ $ORT_OK == 1 ]]; then

@@ -17,8 +17,9 @@
 # and the builder package of onnxruntime-genai 0.18 (its onnxruntime_genai/models folder with an
 # __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
 # paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
-# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_SKIP/PROFILE_COUNT (ncu launches skipped/profiled),
-# MODES (default "graph eager"; also nopdl, nogemm, staged, nocluster), DECODE_TOKENS (default 256), BUDGET_S (530).
+# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_SKIP/PROFILE_COUNT (ncu launches
+# skipped/profiled), BIN_DIR (default carry/cuda: where the binaries are), MODES (default "graph
+# eager"; also nopdl, nogemm, staged, nocluster), DECODE_TOKENS (default 256), BUDGET_S (530).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-check-out}"
@@ -28,7 +29,7 @@ export GENAI_BRIDGE_KERNEL_CACHE=/tmp/genai-kernels HF_HUB_OFFLINE=1
 export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}"
 export GENAI_FIXTURES="$PWD/models/fixtures"
 stages=" ${STAGES:-kernels sampling parity paging bench profile nsys} "
-bin=carry/cuda
+bin="${BIN_DIR:-carry/cuda}"
 models=/tmp/bench-models
 start=$SECONDS
 status=0

@@ -195,7 +195,7 @@ make_model() { # SHAPE PRECISION
 gb_bench() { # NAME SHAPE PRECISION DIR BACKEND GRAPH(0|1) [NOTE]
     local name=$1 shape=$2 prec=$3 dir=$4 backend=$5 graph=$6 gnote=${7:-}
     local envs=(GENAI_BRIDGE_CUDA_GRAPH="$graph")
-    [[ $backend == ort ]] && envs=(ORT_LIB_PATH="$ORT_DIR" LD_LIBRARY_PATH="$ORT_LD")
+    [[ $backend == ort ]] && envs=(ORT_LIB_PATH="$ORT_DIR" LD_LIBRARY_PATH="$ORT_LD" GENAI_BRIDGE_ORT_GRAPH="$graph")
     STEP_OUT="$WORK/bench.out" STEP_ERR="$WORK/bench.err" step "$name" "$BENCH_CAP" env "${envs[@]}" \
         "$BIN" bench "$dir" --backend "$backend" --device cuda --prompt-tokens "$PROMPT" \
         --decode-tokens "$DECODE" --runs "$RUNS" --json
@@ -223,7 +223,7 @@ ort_graph_probe() { # SHAPE DIR
         env ORT_LIB_PATH="$ORT_DIR" LD_LIBRARY_PATH="$ORT_LD" "$BIN" "${args[0]}" "$dir" "${args[@]:1}"
     local rc0=$?
     STEP_OUT="$WORK/probe-on.json" STEP_ERR="$WORK/probe-on.err" step "ort-graph-probe on $shape" "$PROBE_CAP" \
-        env ORT_LIB_PATH="$ORT_DIR" LD_LIBRARY_PATH="$ORT_LD" "$BIN" "${args[0]}" "$gdir" "${args[@]:1}"
+        env ORT_LIB_PATH="$ORT_DIR" LD_LIBRARY_PATH="$ORT_LD" GENAI_BRIDGE_ORT_GRAPH=1 "$BIN" "${args[0]}" "$gdir" "${args[@]:1}"
     local rc1=$?
     ((rc0 == 99 || rc1 == 99)) && return  # skipped for the budget: nothing to record
     "$PY" benches/decode_peers.py probe --out "$J" --commit "$COMMIT" --machine "$MACHINE" --model "$shape" \

@@ -58,11 +58,24 @@ pub(crate) fn requested(providers: &[Provider]) -> bool {
         .any(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"))
 }
 
+/// Environment variable: `1` lets a qualifying generation run its one-token steps captured.
+/// Off by default: its first run on a GPU (Qwen2.5-0.5B shape, fp16) gave the same first three
+/// greedy tokens as the uncaptured path and then other ones, so until that is found the EP's
+/// graph stays unused (every run carries `gpu_graph_id` = -1) and the tokens stay right.
+pub const CAPTURE_ENV: &str = "GENAI_BRIDGE_ORT_GRAPH";
+
+/// Whether [`CAPTURE_ENV`] asks for the captured step.
+pub(crate) fn capture_from_env() -> bool {
+    std::env::var(CAPTURE_ENV).is_ok_and(|v| v == "1")
+}
+
 /// What decides whether one generation can use the graph path.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Request<'a> {
     pub device: Device,
     pub enabled: bool,
+    /// The captured step may run ([`CAPTURE_ENV`] = 1): off by default, see there.
+    pub capture: bool,
     pub batch: usize,
     pub max_length: usize,
     pub past_present_share_buffer: bool,
@@ -108,7 +121,11 @@ impl Decision {
             return Decision::Off;
         }
         match plan(request) {
-            Ok(plan) => Decision::Capture(plan),
+            Ok(plan) if request.capture => Decision::Capture(plan),
+            Ok(_) => Decision::Fallback(format!(
+                "CUDA graph not used: the captured step is off by default ({CAPTURE_ENV}=1 runs \
+                 it; on the H200 its greedy tokens left the uncaptured ones after two steps)"
+            )),
             Err(reason) => Decision::Fallback(format!("CUDA graph not used: {reason}")),
         }
     }

@@ -30,6 +30,7 @@ fn request(io: &IoSpec) -> Request<'_> {
     Request {
         device: Device::Cuda,
         enabled: true,
+        capture: true,
         batch: 1,
         max_length: 16,
         past_present_share_buffer: true,
@@ -134,6 +135,21 @@ fn every_unmet_requirement_falls_back_with_a_reason() {
     assert_eq!(off.uncaptured_run_option(), None);
     let fallback = Decision::new(&request(&combined));
     assert_eq!(fallback.uncaptured_run_option(), Some("-1"));
+}
+
+#[test]
+fn a_qualifying_generation_stays_uncaptured_unless_capture_is_asked_for() {
+    let io = spec(KvLayout::Split, true);
+    let held = Decision::new(&Request {
+        capture: false,
+        ..request(&io)
+    });
+    match &held {
+        Decision::Fallback(reason) => assert!(reason.contains(CAPTURE_ENV), "{reason}"),
+        other => panic!("expected a fallback, got {other:?}"),
+    }
+    // Every run then carries gpu_graph_id = -1, so the EP never captures on its own.
+    assert_eq!(held.uncaptured_run_option(), Some("-1"));
 }
 
 #[test]

@@ -124,8 +124,13 @@ impl OrtDecoder {
         let graph_requested = device == Device::Cuda && graph::requested(&providers);
         if graph_requested {
             reasons.push(
-                "enable_cuda_graph: one-token steps run captured when the generation qualifies"
-                    .into(),
+                if graph::capture_from_env() {
+                    "enable_cuda_graph: one-token steps run captured when the generation qualifies"
+                } else {
+                    "enable_cuda_graph: held back, every run uncaptured (GENAI_BRIDGE_ORT_GRAPH=1 \
+                     captures)"
+                }
+                .into(),
             );
         }
         let info = BackendInfo {

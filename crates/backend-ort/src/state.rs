@@ -34,6 +34,7 @@ impl OrtState {
         let decision = Decision::new(&Request {
             device: shared.device,
             enabled: shared.graph_requested,
+            capture: crate::graph::capture_from_env(),
             batch: options.batch,
             max_length: options.max_length,
             past_present_share_buffer: use_static,

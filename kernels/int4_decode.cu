@@ -15,8 +15,7 @@
 // vector or scalar loads of x), so the bits depend on (k, n, block) and the values only.
 //
 // CompFp32 (accuracy levels 0-3): w = (q - zp) * scale, acc = fma(w, x, acc), x read through
-// L1 (every warp of the SM reads the same row); q reaches f32 through a byte permute, not a
-// conversion instruction (i4d_nibble: the same value). CompInt8 (level 4, after quantize_blocks_f32
+// L1 (every warp of the SM reads the same row). CompInt8 (level 4, after quantize_blocks_f32
 // of int4.cu): per chunk and quantisation block the exact integer d = sum qa * (q - zp)
 // (dp4a; the activations' sum is shared by both columns), then acc = fma(d, sw * sa, acc) —
 // the same products in the same grouping as gemv_int4_i8.
@@ -120,13 +119,6 @@ __device__ __forceinline__ void i4d_fetch_all(const I4Rows<ZP>& r, int c0, int b
     }
 }
 
-// Byte `b` (0-15) of `v` as a float, exactly (float)byte: one byte permute builds the float
-// 2^23 + byte (exponent 0x4B, byte in the low mantissa bits) and one subtraction removes 2^23.
-// Cheaper than an integer-to-float conversion, which issues at a fraction of the FP32 rate.
-__device__ __forceinline__ float i4d_nibble(u32 v, int b) {
-    return __uint_as_float(__byte_perm(v, 0x4b000000u, 0x7540u | (u32)b)) - 8388608.0f;
-}
-
 __device__ __forceinline__ u32 i4d_word(const uint4& q, int i) {
     return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
@@ -167,10 +159,9 @@ __device__ __forceinline__ void int4_decode_f32_body(const u8* __restrict__ pack
                     if (!r.valid[j]) continue;
                     u32 q = i4d_word(w[j][l].q, i);
                     float s = w[j][l].s[i >> 1], z = w[j][l].z[i >> 1];
-                    u32 lo = q & 0x0f0f0f0fu, hi = (q >> 4) & 0x0f0f0f0fu;
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
-                        float wv = (i4d_nibble(e & 1 ? hi : lo, e >> 1) - z) * s;
+                        float wv = ((float)((q >> (4 * e)) & 15u) - z) * s;
                         acc[j] = fmaf(wv, xv[e], acc[j]);
                     }
                 }

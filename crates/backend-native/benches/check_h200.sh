@@ -17,7 +17,8 @@
 # and the builder package of onnxruntime-genai 0.18 (its onnxruntime_genai/models folder with an
 # __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
 # paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
-# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_SKIP/PROFILE_COUNT (ncu launches
+# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_PRECISION (default fp16: the model
+# profiled is <shape>-<precision>-cuda, made by the bench stage), PROFILE_SKIP/PROFILE_COUNT (ncu launches
 # skipped/profiled), BIN_DIR (default carry/cuda: where the binaries are), MODES (default "graph
 # eager"; also nopdl, nogemm, staged, nocluster), DECODE_TOKENS (default 256), BUDGET_S (530).
 set -uo pipefail
@@ -83,7 +84,7 @@ if want bench && [[ -d carry/bench/site ]]; then
 fi
 
 # Per-kernel times of eager decode steps (after the prompt) on one shape.
-dir="$models/${PROFILE_SHAPE:-qwen2.5-1.5b}-fp16-cuda"
+dir="$models/${PROFILE_SHAPE:-qwen2.5-1.5b}-${PROFILE_PRECISION:-fp16}-cuda"
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if want profile && [[ -n "$ncu" && -f "$dir/genai_config.json" && $(left) -gt 60 ]]; then
     # The warm-up run's prompt takes ~8 launches per layer, each decode step ~7 per layer:

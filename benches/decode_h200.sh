@@ -22,6 +22,16 @@
 #             libonnxruntime_providers_shared.so. ORT_LIB_PATH points there for the ORT rows. With
 #             STAGE_ORT_ONLY=1 a run does only that. Without the joined library the ORT rows are
 #             skipped (and recorded as skipped).
+#   carry/ortgenai/onnxruntime_genai_cuda-0.18.0-cp312-cp312-manylinux_2_28_x86_64.whl  (optional,
+#             16.7 MB, sha256 739f316a48045fbf572b04c77754e7b0a526343bdff32c0f2ee0b3b397688b60;
+#             `python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12
+#             --platform manylinux_2_28_x86_64 -d carry/ortgenai onnxruntime-genai-cuda==0.18.0`): the
+#             official ONNX Runtime GenAI, measured by benches/ort_genai_peer.py with the EP's CUDA
+#             graph off and on (the peer the issue's ORT targets name). It is installed into $OG_SITE
+#             (/tmp/og-site) beside a stub `onnxruntime` package whose capi/ links the joined GPU
+#             library (the package looks for its library there); the machine's own onnxruntime is
+#             the CPU build. Checked against the sha256 above; a mismatch skips the rows. Carry it in
+#             a call without an ORT part (a part and the wheel together exceed one call's carry).
 # Used from the machine itself: python3 with torch (CUDA), transformers, onnx, onnx-ir, onnxruntime
 # (CPU; the builder's int4 quantizer), /usr/local/cuda/lib64, and for the ONNX Runtime CUDA EP the
 # torch environment's site-packages/nvidia/cu13/lib and nvidia/cudnn/lib. Nothing is downloaded.
@@ -44,6 +54,8 @@
 #                 skipped and recorded as {"kind":"skipped"}
 #   HF_VARIANTS   default "eager compiled"; "" skips transformers
 #   NATIVE=0      skip genai-bridge's native rows (e.g. a call that only adds the ORT rows)
+#   ORT_GENAI=0   skip the ONNX Runtime GenAI rows (default: run them when the wheel and the ORT GPU
+#                 library are there)
 #   EAGER_ALL=1   native eager for int4 too (default: fp16 only)
 #   ORT_GRAPH_PROBE=0  skip the check of the ONNX Runtime CUDA EP's own CUDA graph (see below)
 #   PROMPT_TOKENS (128), DECODE_TOKENS (256), RUNS (2 measured runs after one warm-up)
@@ -179,6 +191,30 @@ ort_prepare
 SITE="$("$PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)"
 ORT_LD="/usr/local/cuda/lib64:$SITE/nvidia/cu13/lib:$SITE/nvidia/cudnn/lib:$ORT_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# --- ONNX Runtime GenAI (official CUDA package) over the joined GPU library ---------------------
+OG_OK=0 OG_SITE="${OG_SITE:-/tmp/og-site}"
+OG_WHEEL="${OG_WHEEL:-carry/ortgenai/onnxruntime_genai_cuda-0.18.0-cp312-cp312-manylinux_2_28_x86_64.whl}"
+OG_SHA=739f316a48045fbf572b04c77754e7b0a526343bdff32c0f2ee0b3b397688b60
+og_prepare() {
+    [[ "${ORT_GENAI:-1}" == 1 && $ORT_OK == 1 ]] || return
+    if [[ -f "$OG_SITE/onnxruntime_genai/__init__.py" ]]; then
+        OG_OK=1
+        return
+    fi
+    [[ -f "$OG_WHEEL" ]] || { echo "ONNX Runtime GenAI: no wheel at $OG_WHEEL; its rows are skipped"; return; }
+    if [[ "$(sha256sum "$OG_WHEEL" | cut -d' ' -f1)" != "$OG_SHA" ]]; then
+        echo "ONNX Runtime GenAI: $OG_WHEEL does not have the pinned sha256; its rows are skipped"
+        return
+    fi
+    mkdir -p "$OG_SITE/onnxruntime/capi"
+    : >"$OG_SITE/onnxruntime/__init__.py"
+    local lib
+    for lib in "$ORT_DIR"/libonnxruntime*.so*; do ln -sf "$lib" "$OG_SITE/onnxruntime/capi/"; done
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$OG_SITE" "$OG_WHEEL" \
+        && OG_OK=1 && echo "ONNX Runtime GenAI installed into $OG_SITE"
+}
+og_prepare
+
 # --- models --------------------------------------------------------------------------------------
 make_model() { # SHAPE PRECISION
     local log="$WORK/make-$1-$2.log"
@@ -278,6 +314,12 @@ for prec in $PRECISIONS; do
             fi
         else
             note kind=skipped "model=$shape" "precision=$prec" backend=ort reason="no ONNX Runtime GPU library"
+        fi
+        if [[ $OG_OK == 1 ]]; then
+            step "ort-genai $shape $prec" "$BENCH_CAP" env PYTHONPATH="$OG_SITE" LD_LIBRARY_PATH="$ORT_LD" \
+                "$PY" benches/ort_genai_peer.py "$dir" --out "$J" --model "$shape" --precision "$prec" \
+                --prompt-tokens "$PROMPT" --decode-tokens "$DECODE" --runs "$RUNS" "${BWARG[@]}" \
+                --commit "$COMMIT" --machine "$MACHINE"
         fi
 
         if [[ $prec == fp16 && -n "$HF_VARIANTS" ]]; then

@@ -4,8 +4,10 @@
 usage: decode_table.py DECODE_JSONL [--no-steps]
 
 Per shape and precision: weight bytes per token, the roofline (measured copy bandwidth / bytes per
-token), decode tok/s of genai-bridge native (CUDA graph / eager), genai-bridge on the ONNX Runtime
-CUDA EP, transformers eager and compiled, the ratios native / ORT and native / best transformers,
+token), decode tok/s of genai-bridge native (CUDA graph / eager), the fastest ONNX Runtime CUDA EP
+row (genai-bridge's ORT backend, or the official ONNX Runtime GenAI with its CUDA graph off or on;
+the cell says which), transformers eager and compiled, the ratios native / ORT and native / best
+transformers,
 native's roofline fraction and graph counters; then time to first token of each, then the issue's
 targets with PASS / FAIL / n/a (n/a: the rows it needs are missing). Missing rows print as "–".
 When a measurement appears more than once, the last line wins.
@@ -51,7 +53,13 @@ def column(r):
         return "native-graph" if graph else "native-eager"
     if backend == "ort":
         return "ort-graph" if r.get("cuda_graph") else "ort"
+    if engine == "onnxruntime-genai":
+        return "ortgenai-graph" if r.get("cuda_graph") else "ortgenai"
     return None
+
+
+ORT_COLUMNS = ("ort", "ort-graph", "ortgenai", "ortgenai-graph")
+ORT_LABELS = {"ort": "", "ort-graph": " (graph)", "ortgenai": " (GenAI)", "ortgenai-graph": " (GenAI, graph)"}
 
 
 def num(x):
@@ -133,11 +141,14 @@ def main():
         return {k: f[k] for k in ("hf-eager", "hf-compiled") if k in f}, True
 
     def ort_best(c):
-        cands = [c[k] for k in ("ort", "ort-graph") if k in c and num(c[k].get("decode_tok_s"))]
-        return max(cands, key=lambda r: r["decode_tok_s"]) if cands else None
+        cands = [(k, c[k]) for k in ORT_COLUMNS if k in c and num(c[k].get("decode_tok_s"))]
+        if not cands:
+            return None
+        k, r = max(cands, key=lambda kr: kr[1]["decode_tok_s"])
+        return dict(r, label=ORT_LABELS[k])
 
     def bytes_of(c):
-        for k in ("native-graph", "native-eager", "ort", "ort-graph", "hf-eager", "hf-compiled"):
+        for k in ("native-graph", "native-eager", *ORT_COLUMNS, "hf-eager", "hf-compiled"):
             if k in c and num(c[k].get("bytes_per_token")):
                 return c[k]["bytes_per_token"]
         return None
@@ -167,7 +178,7 @@ def main():
         rf = num(ng.get("roofline_fraction"))
         if rf is None and nat and roof:
             rf = nat / roof
-        ort_txt = DASH if ort is None else fmt_tps(ort["decode_tok_s"]) + (" (graph)" if ort.get("cuda_graph") else "")
+        ort_txt = DASH if ort is None else fmt_tps(ort["decode_tok_s"]) + ort["label"]
         hfc = hf.get("hf-compiled")
         hfc_txt = fmt_tps(hfc.get("decode_tok_s")) if hfc else DASH
         if hfc and hfc.get("fullgraph") is False:
@@ -206,7 +217,8 @@ def main():
         def t(r):
             return fmt_ms(r.get("ttft_ms")) if r else DASH
 
-        print(f"| {m} | {p} | {t(c.get('native-graph'))} | {t(c.get('native-eager'))} | {t(ort)} | "
+        ort_ttft = t(ort) + (ort["label"] if ort else "")
+        print(f"| {m} | {p} | {t(c.get('native-graph'))} | {t(c.get('native-eager'))} | {ort_ttft} | "
               f"{t(hf.get('hf-eager')) + (mark if 'hf-eager' in hf else '')} | "
               f"{t(hf.get('hf-compiled')) + (mark if 'hf-compiled' in hf else '')} |")
     print()
@@ -273,8 +285,9 @@ def main():
     # ----------------------------------------------------------------------------------------
     compiled = [r for r in decode if r.get("backend") == "hf-compiled"]
     probes = [r for r in rows if r.get("kind") == "ort_graph_probe"]
+    og_graph = [r for r in decode if column(r) == "ortgenai-graph" and "tokens_equal_graph_off" in r]
     problems = [r for r in rows if r.get("kind") in ("error", "skipped", "warning")]
-    if compiled or probes or problems:
+    if compiled or probes or problems or og_graph:
         print("### Notes")
         print()
     for r in compiled:
@@ -293,6 +306,11 @@ def main():
         print(f"- ONNX Runtime CUDA EP graph through genai-bridge's ORT backend ({r.get('model')}): "
               f"graph off rc={r.get('rc_off')}, graph on rc={r.get('rc_on')}, tokens equal: {r.get('equal')}{diff}"
               f" -> {'usable' if r.get('usable') else 'not usable'}{why}")
+    for r in og_graph:
+        diff = r.get("first_diff_vs_graph_off")
+        print(f"- ONNX Runtime GenAI {r.get('versions', {}).get('onnxruntime_genai', '?')}, {r.get('model')} "
+              f"{r.get('precision')}: tokens with the CUDA graph equal those without: {r['tokens_equal_graph_off']}"
+              f"{'' if diff is None else f' (first difference at token {diff})'}")
     for r in problems:
         what = r.get("step") or " ".join(str(r.get(k)) for k in ("model", "precision", "backend") if r.get(k))
         reason = r.get("reason") or r.get("error") or r.get("message") or ""
@@ -302,7 +320,7 @@ def main():
         if r.get("timed_out"):
             reason = "timed out. " + reason
         print(f"- {r['kind']}: {what}: {str(reason)[:240]}")
-    if compiled or probes or problems:
+    if compiled or probes or problems or og_graph:
         print()
 
     steps = [r for r in rows if r.get("kind") == "step"]

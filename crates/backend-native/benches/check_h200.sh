@@ -15,12 +15,18 @@
 #   done
 #   strip carry/cuda/*
 # and the builder package of onnxruntime-genai 0.18 (its onnxruntime_genai/models folder with an
-# __init__.py stub) under carry/bench/site. Knobs: STAGES (default "kernels sampling parity
-# paging bench profile"), SHAPES (default "qwen2.5-1.5b qwen2.5-0.5b"), PRECISIONS (default
-# fp16), PROFILE_SHAPE (default qwen2.5-1.5b), PROFILE_PRECISION (default fp16: the model
-# profiled is <shape>-<precision>-cuda, made by the bench stage), PROFILE_SKIP/PROFILE_COUNT (ncu launches
-# skipped/profiled), BIN_DIR (default carry/cuda: where the binaries are), MODES (default "graph
-# eager"; also nopdl, nogemm, staged, nocluster), DECODE_TOKENS (default 256), BUDGET_S (530).
+# __init__.py stub) under carry/bench/site. Knobs:
+#   STAGES       default "kernels sampling parity paging bench profile"; also detail, nsys
+#   SHAPES       default "qwen2.5-1.5b qwen2.5-0.5b"; PRECISIONS default fp16
+#   MODES        default "graph eager"; also nopdl, nogemm, staged, nocluster
+#   DECODE_TOKENS (256), BUDGET_S (530), BIN_DIR (carry/cuda: where the binaries are)
+#   PROFILE_SHAPE (qwen2.5-1.5b), PROFILE_PRECISION (fp16): the model profiled is
+#                <shape>-<precision>-cuda, made by the bench stage
+#   PROFILE_SKIP / PROFILE_COUNT: ncu launches skipped / profiled
+#   PROFILE_CACHE: ncu --cache-control, all (default: caches flushed before each kernel) or none
+#                (kept warm, as in a real step)
+#   stage detail: one kernel with ncu --set full: PROFILE_KERNEL (a regex of its name),
+#                PROFILE_DETAIL_SKIP (its launches skipped first)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-check-out}"
@@ -90,12 +96,22 @@ if want profile && [[ -n "$ncu" && -f "$dir/genai_config.json" && $(left) -gt 60
     # The warm-up run's prompt takes ~8 launches per layer, each decode step ~7 per layer:
     # skipping PROFILE_SKIP (1000) launches lands inside the warm-up's decode steps.
     GENAI_BRIDGE_CUDA_GRAPH=0 timeout $(($(left) - 10)) "$ncu" --clock-control none \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+        --cache-control "${PROFILE_CACHE:-all}" --metrics gpu__time_duration.sum,dram__bytes_read.sum \
         --launch-skip "${PROFILE_SKIP:-1000}" --launch-count "${PROFILE_COUNT:-400}" --csv \
         "$bin/genai-bridge" bench "$dir" --backend native --device cuda --prompt-tokens 128 \
         --decode-tokens 64 --runs 1 --json \
         >"$out/ncu.csv" 2>"$out/ncu.err"
     python3 crates/backend-native/benches/ncu_summary.py "$out/ncu.csv" | tee "$out/ncu.txt"
+fi
+# One kernel in full detail (occupancy, DRAM throughput, stall reasons): PROFILE_KERNEL names it
+# (a regex of the kernel name), PROFILE_DETAIL_SKIP how many of its launches to skip first.
+if want detail && [[ -n "$ncu" && -f "$dir/genai_config.json" && $(left) -gt 60 ]]; then
+    GENAI_BRIDGE_CUDA_GRAPH=0 timeout $(($(left) - 10)) "$ncu" --clock-control none --set full \
+        --kernel-name "regex:${PROFILE_KERNEL:-gemv_decode}" --launch-skip "${PROFILE_DETAIL_SKIP:-200}" \
+        --launch-count 1 "$bin/genai-bridge" bench "$dir" --backend native --device cuda \
+        --prompt-tokens 128 --decode-tokens 64 --runs 1 --json >"$out/ncu-detail.txt" 2>"$out/ncu-detail.err"
+    grep -E "Duration|Throughput|Achieved Occupancy|Registers|Block Limit|Waves Per SM|Warp Cycles|Stall|L2 Hit|Theoretical" \
+        "$out/ncu-detail.txt" | head -40
 fi
 # Kernel times inside the replayed graphs (nsys traces graph nodes; ncu cannot), when present.
 nsys=$(command -v nsys || ls /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/bin/nsys 2>/dev/null | head -1)

@@ -7,7 +7,8 @@ token cannot stop it early), median of --runs runs after one warm-up run. One JS
 (kind "decode", engine "onnxruntime-genai", backend "ort-genai", cuda_graph true/false) is appended
 to --out; a setting that fails becomes a line of kind "error".
 
-Timing with the 0.18 Python API: append_tokens(prompt) runs the prompt pass; the first
+Timing (models/bench_ort_genai.py's timed_generation, shared with the CPU baseline), with the 0.18
+Python API: append_tokens(prompt) runs the prompt pass; the first
 generate_next_token() only picks the first token from those logits (TTFT ends there); each later
 generate_next_token() runs one decode step and picks its token (decode tok/s = those steps ÷ their
 time). Prefill tok/s = prompt tokens ÷ the append_tokens time.
@@ -22,45 +23,17 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))
+from bench_ort_genai import load_model, timed_generation  # noqa: E402
 from decode_peers import append, bandwidth_of, bytes_for, commit_of, roofline  # noqa: E402
 
 
 def vocab_of(model_dir: Path) -> int:
     cfg = json.loads((model_dir / "genai_config.json").read_text())
     return int(cfg["model"]["vocab_size"])
-
-
-def load(og, model_dir: Path, device: str, graph: bool):
-    cfg = og.Config(str(model_dir))
-    cfg.clear_providers()
-    if device == "cuda":
-        cfg.append_provider("cuda")
-        cfg.set_provider_option("cuda", "enable_cuda_graph", "1" if graph else "0")
-    return og.Model(cfg)
-
-
-def one_run(og, model, prompt: list[int], decode: int):
-    """(ttft_s, prefill_s, decode_s, steps, tokens) of one greedy generation."""
-    total = len(prompt) + decode
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=total, min_length=total, do_sample=False)
-    gen = og.Generator(model, params)
-    t0 = time.perf_counter()
-    gen.append_tokens(prompt)
-    t_prompt = time.perf_counter()
-    gen.generate_next_token()
-    t_first = time.perf_counter()
-    tokens = [int(gen.get_next_tokens()[0])]
-    while not gen.is_done() and len(tokens) < decode:
-        gen.generate_next_token()
-        tokens.append(int(gen.get_next_tokens()[0]))
-    t_end = time.perf_counter()
-    del gen
-    return t_first - t0, t_prompt - t0, t_end - t_first, len(tokens) - 1, tokens
 
 
 def main(argv=None) -> int:
@@ -99,19 +72,17 @@ def main(argv=None) -> int:
     failed = 0
     for graph in [g.strip() == "1" for g in a.graphs.split(",") if g.strip()]:
         try:
-            t = time.perf_counter()
-            model = load(og, a.model_dir, a.device, graph)
-            load_s = time.perf_counter() - t
-            one_run(og, model, prompt, min(a.decode_tokens, 32))  # warm-up (and the graph capture)
-            runs = [one_run(og, model, prompt, a.decode_tokens) for _ in range(a.runs)]
+            model, load_s = load_model(og, a.model_dir, a.device, cuda_graph=graph)
+            timed_generation(og, model, prompt, min(a.decode_tokens, 32))  # warm-up (and the graph capture)
+            runs = [timed_generation(og, model, prompt, a.decode_tokens) for _ in range(a.runs)]
             del model
         except Exception as e:  # noqa: BLE001 - recorded, then the next setting runs
             failed += 1
             append(a.out, dict(base, kind="error", cuda_graph=graph, error=f"{type(e).__name__}: {e}"[-1500:]))
             print(f"  ERROR ort-genai graph {int(graph)}: {e}", flush=True)
             continue
-        tps = statistics.median(steps / dec for _, _, dec, steps, _ in runs)
-        tokens = runs[0][4]
+        tps = statistics.median(len(lat) / sum(lat) for _, _, lat, _ in runs)
+        tokens = runs[0][3]
         tokens_by_graph[graph] = tokens
         extra = {}
         if graph and False in tokens_by_graph:
@@ -120,9 +91,9 @@ def main(argv=None) -> int:
                          first_diff_vs_graph_off=next((i for i, (x, y) in enumerate(zip(off, tokens)) if x != y),
                                                       None))
         line = dict(base, cuda_graph=graph, load_s=round(load_s, 1), decode_tok_s=round(tps, 2),
-                    decode_tok_s_runs=[round(s / d, 2) for _, _, d, s, _ in runs],
-                    prefill_tok_s=round(statistics.median(a.prompt_tokens / p for _, p, _, _, _ in runs), 1),
-                    ttft_ms=round(statistics.median(r[0] for r in runs) * 1e3, 2),
+                    decode_tok_s_runs=[round(len(lat) / sum(lat), 2) for _, _, lat, _ in runs],
+                    prefill_tok_s=round(statistics.median(a.prompt_tokens / p for p, _, _, _ in runs), 1),
+                    ttft_ms=round(statistics.median(r[1] for r in runs) * 1e3, 2),
                     roofline_fraction=roofline(tps, b, bw), first_tokens=tokens[:8], **extra)
         append(a.out, line)
         print(f"  ort-genai graph {int(graph)}: decode {tps:.1f} tok/s, TTFT {line['ttft_ms']:.1f} ms", flush=True)

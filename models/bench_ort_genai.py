@@ -71,6 +71,45 @@ def ort_version():
         return None
 
 
+def load_model(og, model_dir: Path, device: str = "cpu", threads: int | None = None, cuda_graph: bool = False):
+    """The model with one provider: the CPU (with `threads` intra-op threads when given, through a
+    config overlay) or CUDA (its graph on or off). Returns (model, load seconds)."""
+    config = og.Config(str(model_dir))
+    config.clear_providers()
+    if device == "cuda":
+        config.append_provider("cuda")
+        config.set_provider_option("cuda", "enable_cuda_graph", "1" if cuda_graph else "0")
+    if threads:
+        config.overlay(json.dumps({"model": {"decoder": {"session_options": {"intra_op_num_threads": threads}}}}))
+    t = time.perf_counter()
+    model = og.Model(config)
+    return model, time.perf_counter() - t
+
+
+def timed_generation(og, model, prompt, decode_tokens: int):
+    """One greedy generation of exactly `decode_tokens` new tokens (min_length = max_length):
+    (prefill s, TTFT s, the latencies of the decode_tokens - 1 later steps, the new token ids)."""
+    total = len(prompt) + decode_tokens
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=total, min_length=total)
+    gen = og.Generator(model, params)
+    t0 = time.perf_counter()
+    gen.append_tokens(prompt)
+    t1 = time.perf_counter()
+    gen.generate_next_token()
+    t2 = time.perf_counter()
+    lat = []
+    while not gen.is_done():
+        s = time.perf_counter()
+        gen.generate_next_token()
+        lat.append(time.perf_counter() - s)
+    new = [int(t) for t in gen.get_sequence(0)[len(prompt):]]
+    del gen, params
+    if len(new) != decode_tokens or len(lat) != decode_tokens - 1:
+        raise RuntimeError(f"generated {len(new)} tokens ({len(lat)} timed steps), expected {decode_tokens}")
+    return t1 - t0, t2 - t0, lat, new
+
+
 def percentile(xs, q):
     return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
 
@@ -94,42 +133,15 @@ def main():
     gcfg = json.loads((model_dir / "genai_config.json").read_text())
     name, precision = describe(model_dir, gcfg)
 
-    config = og.Config(str(model_dir))
-    config.clear_providers()
-    config.overlay(json.dumps({"model": {"decoder": {"session_options": {"intra_op_num_threads": a.threads}}}}))
-    t = time.perf_counter()
-    model = og.Model(config)
-    load_s = time.perf_counter() - t
-
+    model, load_s = load_model(og, model_dir, threads=a.threads)
     vocab = tokenizer_vocab(model_dir)
     prompt = np.random.default_rng(a.seed).integers(0, vocab, a.prompt_tokens).astype(np.int32)
-    total = a.prompt_tokens + a.decode_tokens
-
-    def run():
-        params = og.GeneratorParams(model)
-        params.set_search_options(do_sample=False, max_length=total, min_length=total)
-        gen = og.Generator(model, params)
-        t0 = time.perf_counter()
-        gen.append_tokens(prompt)
-        t1 = time.perf_counter()
-        gen.generate_next_token()
-        t2 = time.perf_counter()
-        lat = []
-        while not gen.is_done():
-            s = time.perf_counter()
-            gen.generate_next_token()
-            lat.append(time.perf_counter() - s)
-        n_out = len(gen.get_sequence(0)) - a.prompt_tokens
-        del gen, params
-        if n_out != a.decode_tokens or len(lat) != a.decode_tokens - 1:
-            raise RuntimeError(f"generated {n_out} tokens ({len(lat)} timed steps), expected {a.decode_tokens}")
-        return t1 - t0, t2 - t0, lat
 
     for _ in range(a.warmup):
-        run()
+        timed_generation(og, model, prompt, a.decode_tokens)
     prefill, ttft, lat_all, mean_tps = [], [], [], []
     for _ in range(a.runs):
-        p, f, lat = run()
+        p, f, lat, _ = timed_generation(og, model, prompt, a.decode_tokens)
         prefill.append(p)
         ttft.append(f)
         lat_all += lat

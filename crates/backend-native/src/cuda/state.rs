@@ -128,8 +128,8 @@ fn gemm_scratch(model: &DevModel) -> GemmScratch {
 /// An upper bound of [`Buffers::bytes`] from the plan alone, before the model is read: every
 /// activation buffer as wide as twice the widest linear output (a gate and an up projection)
 /// or the attention's split partials, the int8 scratch as wide as the widest input, and the
-/// prompt GEMMs' workspace and scratch (as wide as the widest input and output, and an f32
-/// dequantisation slice of int4 weights). Used only to decide whether the model may not fit
+/// prompt GEMMs' workspace and scratch (as wide as the widest input and output, and with int4
+/// layers an f32 dequantisation slice). Used only to decide whether the model may not fit
 /// (an overestimate costs host memory during load, never a wrong placement: the residency
 /// planner then sizes everything exactly).
 pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity: usize) -> u64 {
@@ -146,7 +146,15 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
     let gemm = GemmScratch {
         cast: CHUNK * widest_in,
         out: CHUNK * widest_out,
-        dequant: 4 * DEQUANT_VALUES.max(widest_in),
+        // An int4 layer's dequantised slice, at most 4-byte values.
+        dequant: if linears
+            .iter()
+            .any(|l| matches!(l.weight, genai_frontend::Weight::Int4(_)))
+        {
+            4 * DEQUANT_VALUES.max(widest_in)
+        } else {
+            0
+        },
     };
     4 * (CHUNK * activations + kv + d.vocab + CHUNK + 8) as u64 + gemm.bytes() as u64
 }

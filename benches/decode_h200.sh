@@ -70,13 +70,20 @@
 # printed and recorded as a {"kind":"step"} line. So the default set takes several calls to one
 # warm machine (each call starts within the machine's idle window of the last; $OUT comes back
 # emptied per call, so concatenate the calls' decode.jsonl and run benches/decode_table.py on that).
-# A plan that also moves the ONNX Runtime parts (a call carries at most 64 MiB, tree included):
-#   1. carry carry/bench/site carry/ort/part_aa:  MAKE_ONLY=1 SHAPES="qwen2.5-0.5b qwen2.5-1.5b"
-#   2. carry carry/bench/site carry/ort/part_ab:  MAKE_ONLY=1 SHAPES=llama3-8b PRECISIONS=fp16
-#   3. carry carry/bench/site carry/ort/part_ac:  MAKE_ONLY=1 SHAPES=llama3-8b PRECISIONS=int4
-#   4. carry carry/ort/part_ad:                    STAGE_ORT_ONLY=1
-#   5. carry carry/cuda/genai-bridge carry/bench/site carry/ort/part_ae:  SKIP_MAKE=1 BENCH_COMMIT=...
-#   (6. whatever 5 skipped for the budget, e.g. SKIP_MAKE=1 PRECISIONS=int4)
+# A plan that also moves the ONNX Runtime parts (a call carries at most 64 MiB, tree included),
+# as round 6 ran it (binaries as an xz tarball beside a part; models, all of fp16 and int4, take
+# ~250 s; native + transformers rows ~310 s; ORT rows ~50 s):
+#   1. carry the binaries, carry/bench/site, carry/ort/part_aa:  the checks, then MAKE_ONLY=1
+#      PRECISIONS="fp16 int4" (all shapes)
+#   2. carry carry/ort/part_ab:  anything short (profiles, parity on the bench models)
+#   3. carry carry/ort/part_ac:  SKIP_MAKE=1 PRECISIONS="fp16 int4" (native and transformers rows;
+#      the ORT rows are skipped, the parts are not all there yet)
+#   4. carry carry/ort/part_ad:  nothing to run (the parts are copied by each call)
+#   5. carry carry/ortgenai:     nothing to run (the ONNX Runtime GenAI wheel)
+#   6. carry carry/ort/part_ae:  SKIP_MAKE=1 NATIVE=0 HF_VARIANTS="" PRECISIONS="fp16 int4" (the
+#      ORT backend rows, the EP-graph probe, the ONNX Runtime GenAI rows graph off and on)
+# Every call must come within the machine's idle window of the last; the calls' decode.jsonl
+# (drop the "skipped: no ONNX Runtime GPU library" lines of call 3) concatenate into one run.
 #
 # The ONNX Runtime rows run with the model's own provider options, which the builder writes as
 # {"cuda": {"enable_cuda_graph": "0"}}; genai-bridge's ORT backend hands every provider option to

@@ -78,8 +78,8 @@
 #   2. carry carry/ort/part_ab:  anything short (profiles, parity on the bench models)
 #   3. carry carry/ort/part_ac:  SKIP_MAKE=1 PRECISIONS="fp16 int4" (native and transformers rows;
 #      the ORT rows are skipped, the parts are not all there yet)
-#   4. carry carry/ort/part_ad:  nothing to run (the parts are copied by each call)
-#   5. carry carry/ortgenai:     nothing to run (the ONNX Runtime GenAI wheel)
+#   4. carry carry/ort/part_ad:  STAGE_ORT_ONLY=1 (copies the part)
+#   5. carry carry/ortgenai:     STAGE_ORT_ONLY=1 (installs the ONNX Runtime GenAI wheel)
 #   6. carry carry/ort/part_ae:  SKIP_MAKE=1 NATIVE=0 HF_VARIANTS="" PRECISIONS="fp16 int4" (the
 #      ORT backend rows, the EP-graph probe, the ONNX Runtime GenAI rows graph off and on)
 # Every call must come within the machine's idle window of the last; the calls' decode.jsonl
@@ -194,33 +194,38 @@ ort_prepare() {
     fi
 }
 ort_prepare
-[[ "${STAGE_ORT_ONLY:-0}" == 1 ]] && exit 0
-SITE="$("$PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)"
-ORT_LD="/usr/local/cuda/lib64:$SITE/nvidia/cu13/lib:$SITE/nvidia/cudnn/lib:$ORT_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
 # --- ONNX Runtime GenAI (official CUDA package) over the joined GPU library ---------------------
+# The wheel is installed into $OG_SITE by the first call that carries it (the parts may still be
+# missing then); its rows run once the GPU library is joined too.
 OG_OK=0 OG_SITE="${OG_SITE:-/tmp/og-site}"
 OG_WHEEL="${OG_WHEEL:-carry/ortgenai/onnxruntime_genai_cuda-0.18.0-cp312-cp312-manylinux_2_28_x86_64.whl}"
 OG_SHA=739f316a48045fbf572b04c77754e7b0a526343bdff32c0f2ee0b3b397688b60
 og_prepare() {
-    [[ "${ORT_GENAI:-1}" == 1 && $ORT_OK == 1 ]] || return
-    if [[ -f "$OG_SITE/onnxruntime_genai/__init__.py" ]]; then
-        OG_OK=1
-        return
+    [[ "${ORT_GENAI:-1}" == 1 ]] || return
+    if [[ ! -f "$OG_SITE/onnxruntime_genai/__init__.py" ]]; then
+        [[ -f "$OG_WHEEL" ]] || { echo "ONNX Runtime GenAI: no wheel at $OG_WHEEL or in $OG_SITE; its rows are skipped"; return; }
+        if [[ "$(sha256sum "$OG_WHEEL" | cut -d' ' -f1)" != "$OG_SHA" ]]; then
+            echo "ONNX Runtime GenAI: $OG_WHEEL does not have the pinned sha256; its rows are skipped"
+            return
+        fi
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$OG_SITE" "$OG_WHEEL" \
+            || { echo "ONNX Runtime GenAI: pip install failed; its rows are skipped"; return; }
+        echo "ONNX Runtime GenAI installed into $OG_SITE"
     fi
-    [[ -f "$OG_WHEEL" ]] || { echo "ONNX Runtime GenAI: no wheel at $OG_WHEEL; its rows are skipped"; return; }
-    if [[ "$(sha256sum "$OG_WHEEL" | cut -d' ' -f1)" != "$OG_SHA" ]]; then
-        echo "ONNX Runtime GenAI: $OG_WHEEL does not have the pinned sha256; its rows are skipped"
-        return
-    fi
+    [[ $ORT_OK == 1 ]] || return
+    # The package loads the library from an `onnxruntime` package's capi/ (the machine's own is
+    # the CPU build): a stub package whose capi/ links the joined GPU library and its providers.
     mkdir -p "$OG_SITE/onnxruntime/capi"
     : >"$OG_SITE/onnxruntime/__init__.py"
     local lib
     for lib in "$ORT_DIR"/libonnxruntime*.so*; do ln -sf "$lib" "$OG_SITE/onnxruntime/capi/"; done
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$OG_SITE" "$OG_WHEEL" \
-        && OG_OK=1 && echo "ONNX Runtime GenAI installed into $OG_SITE"
+    OG_OK=1
 }
 og_prepare
+[[ "${STAGE_ORT_ONLY:-0}" == 1 ]] && exit 0
+SITE="$("$PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)"
+ORT_LD="/usr/local/cuda/lib64:$SITE/nvidia/cu13/lib:$SITE/nvidia/cudnn/lib:$ORT_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
 
 # --- models --------------------------------------------------------------------------------------
 make_model() { # SHAPE PRECISION

@@ -2,19 +2,10 @@
 //! process's peak resident memory.
 
 use genai_config::Config;
-use std::process::Command;
 
-/// The checked-out commit of the repository this binary was built from, if git can tell.
+/// The commit this binary was built from (recorded by build.rs), "unknown" outside git.
 pub fn commit() -> String {
-    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    Command::new("git")
-        .args(["-C", repo, "rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    env!("GENAI_BRIDGE_COMMIT").to_string()
 }
 
 /// CPU model and core count (and OS), e.g. "Intel Xeon … ×2 cores, linux".

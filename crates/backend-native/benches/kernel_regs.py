@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Registers, shared memory and spills of every kernel, as ptxas reports them, with no GPU: each
+kernels/*.cu family is compiled by NVRTC for one architecture exactly as the decoder compiles it
+(the prelude, then the family's source; C++17), plus `--ptxas-options=-v`.
+
+usage (from the repository root):
+    L=$(.ci/nvrtc.sh); LD_LIBRARY_PATH=$L python3 crates/backend-native/benches/kernel_regs.py $L [sm_90] [FILTER]
+
+With the registers and the block size, blocks per SM follow (65,536 registers per SM on sm_90,
+allocated per warp in units of 256), hence how many waves a launch of a given grid takes.
+"""
+import ctypes
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def compile_log(nvrtc, family: str, arch: str) -> tuple[int, str]:
+    prelude = (ROOT / "kernels" / "prelude.cuh").read_text()
+    code = f'{prelude}\n#line 1 "{family}.cu"\n' + (ROOT / "kernels" / f"{family}.cu").read_text()
+    prog = ctypes.c_void_p()
+    if nvrtc.nvrtcCreateProgram(ctypes.byref(prog), code.encode(), f"{family}.cu".encode(), 0, None, None):
+        return 1, "nvrtcCreateProgram failed"
+    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", b"--ptxas-options=-v"]
+    rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    size = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+    return rc, buf.value.decode(errors="replace")
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    nvrtc = ctypes.CDLL(str(Path(sys.argv[1]) / "libnvrtc.so.13"))
+    arch = sys.argv[2] if len(sys.argv) > 2 else "sm_90"
+    only = sys.argv[3] if len(sys.argv) > 3 else ""
+    failed = 0
+    for path in sorted((ROOT / "kernels").glob("*.cu")):
+        rc, log = compile_log(nvrtc, path.stem, arch)
+        if rc:
+            failed += 1
+            print(f"{path.stem}: compile failed\n{log[:2000]}")
+            continue
+        entry = None
+        for line in log.splitlines():
+            m = re.search(r"Compiling entry function '(\w+)'", line)
+            if m:
+                entry = m.group(1)
+            m = re.search(r"Used (\d+) registers(.*)", line)
+            if m and entry and only in entry:
+                print(f"{path.stem:18s} {entry:44s} {int(m.group(1)):4d} registers{m.group(2)}")
+            m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+            if m and entry and only in entry and (m.group(1) != "0" or m.group(2) != "0"):
+                print(f"{'':18s} {entry:44s} spills: {m.group(0)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

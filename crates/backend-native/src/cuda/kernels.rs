@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 mod decode;
 mod int4;
+mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 
 /// Blocks of the first argmax pass (and partials it leaves).
@@ -35,6 +36,8 @@ pub(crate) struct Kernels {
     pub decode_gemv: DecodeGemv,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
+    /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
+    resident: HashMap<&'static str, usize>,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -104,6 +107,7 @@ impl Kernels {
             message: "attention_decode_f32 is not loaded".into(),
         })?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
+        let resident = waves::resident_blocks(&device.ctx, &functions);
         Ok(Kernels {
             functions,
             compiled,
@@ -111,6 +115,7 @@ impl Kernels {
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
             decode_gemv: DecodeGemv::from_env(),
             decode,
+            resident,
         })
     }
 
@@ -137,7 +142,7 @@ fn staged_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
+/// `staged` or `waves` (see [`DecodeGemv`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// The one-row linear layers' kernel.
@@ -147,12 +152,15 @@ pub(crate) enum DecodeGemv {
     Split,
     /// The multi-row bodies with activations staged in shared memory (dense and int4).
     Staged,
+    /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`).
+    Waves,
 }
 
 impl DecodeGemv {
     fn from_env() -> DecodeGemv {
         match std::env::var(DECODE_GEMV_ENV).as_deref() {
             Ok("staged") => DecodeGemv::Staged,
+            Ok("waves") => DecodeGemv::Waves,
             _ => DecodeGemv::Split,
         }
     }
@@ -607,9 +615,17 @@ impl Ops<'_> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let rule = self.k.decode_gemv;
         if s.m == 1 && rule != DecodeGemv::Staged {
-            let f = self.k.get(decode_kernel(kind))?;
-            let grid = s.decode_grid(s.decode_split())?;
-            let split = int("split", s.decode_split())?;
+            let name = decode_kernel(kind);
+            let f = self.k.get(name)?;
+            let split = match rule {
+                DecodeGemv::Waves => {
+                    let resident = self.k.resident.get(name).copied().unwrap_or(0);
+                    s.decode_split_waves(resident, s.decode_split())
+                }
+                _ => s.decode_split(),
+            };
+            let grid = s.decode_grid(split)?;
+            let split = int("split", split)?;
             return launch!(
                 self,
                 f,

@@ -1,0 +1,149 @@
+//! The wave-aware split of the one-row dense GEMVs (`GENAI_BRIDGE_DECODE_GEMV=waves`, an A/B
+//! mode): a launch of B blocks on a device that holds R of them at once runs ceil(B / R)
+//! waves, and each block's warps walk ceil(values per warp / one load round) dependent load
+//! rounds, so the split with the fewest waves × rounds should finish first. The default rule
+//! (`LinearShape::decode_split`) aims at a warp count instead and can leave a nearly empty last
+//! wave (1.5B qkv: 1,024 blocks where 924 fit). Unmeasured: the H200 decides.
+
+use super::{DEC_COLS, DEC_WARPS, LinearShape};
+use cudarc::driver::{CudaContext, CudaFunction, sys};
+use std::collections::HashMap;
+
+/// Values of one column a warp of `gemv_decode_*` loads per round (4 loads of 8 values per lane).
+const ROUND_VALUES: usize = 4 * 8 * 32;
+
+/// The one-row dense kernels whose resident block count the rule needs.
+pub(super) const KERNELS: [&str; 3] = ["gemv_decode_f32", "gemv_decode_f16", "gemv_decode_bf16"];
+
+/// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at
+/// 128 threads, no dynamic shared memory); kernels the driver cannot answer for are left out
+/// (the rule then falls back to the default split).
+pub(super) fn resident_blocks(
+    ctx: &CudaContext,
+    functions: &HashMap<&'static str, CudaFunction>,
+) -> HashMap<&'static str, usize> {
+    let sms = ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    KERNELS
+        .iter()
+        .filter_map(|&name| {
+            let f = functions.get(name)?;
+            let per_sm = f
+                .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, 0, None)
+                .ok()?;
+            Some((name, sms * per_sm as usize)).filter(|&(_, r)| r > 0)
+        })
+        .collect()
+}
+
+impl LinearShape {
+    /// Blocks of a one-row launch with `split` warps per column pair.
+    fn decode_blocks(&self, split: usize) -> usize {
+        self.n.div_ceil(DEC_COLS).div_ceil(DEC_WARPS / split)
+    }
+
+    /// The split (1, 2 or 4; each warp keeps at least 256 values of a row past 1) with the
+    /// fewest waves × load rounds on a device holding `resident` blocks; ties keep `default`,
+    /// then the smaller split.
+    pub(super) fn decode_split_waves(&self, resident: usize, default: usize) -> usize {
+        if resident == 0 {
+            return default;
+        }
+        let cost = |split: usize| {
+            let waves = self.decode_blocks(split).div_ceil(resident);
+            let rounds = self.k.div_ceil(split).div_ceil(ROUND_VALUES).max(1);
+            waves * rounds
+        };
+        let mut best = default;
+        let mut split = 1;
+        while split <= DEC_WARPS {
+            if (split == 1 || self.k / split >= 256) && cost(split) < cost(best) {
+                best = split;
+            }
+            split *= 2;
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(n: usize, k: usize, resident: usize) -> usize {
+        let s = LinearShape {
+            m: 1,
+            k,
+            n,
+            ldx: k,
+            ldy: n,
+            glu: -1,
+        };
+        s.decode_split_waves(resident, s.decode_split())
+    }
+
+    // 924 blocks: 132 SMs × 7 blocks of `gemv_decode_f16` (68 registers) on an H200.
+    const H200: usize = 924;
+
+    #[test]
+    fn a_nearly_empty_last_wave_is_avoided() {
+        // Qwen2.5-1.5B qkv: split 4 is 1,024 blocks (two waves of one round); split 2 is 512
+        // blocks, one wave of one round.
+        assert_eq!(split(2048, 1536, H200), 2);
+        // Qwen2.5-1.5B gate/up: split 1 is 2,240 blocks (3 waves × 2 rounds), split 2 is
+        // 4,480 (5 waves × 1 round).
+        assert_eq!(split(17920, 1536, H200), 2);
+        // Llama-3-8B o-proj: 2,048 blocks at split 4, 3 waves × 1 round, beats 2 × 2 and 1 × 4.
+        assert_eq!(split(4096, 4096, H200), 4);
+    }
+
+    #[test]
+    fn ties_and_short_rows_keep_the_default() {
+        // Llama-3-8B qkv: 1 × 4, 2 × 2 and 4 × 1 tie: the default split (2) stays.
+        assert_eq!(split(6144, 4096, H200), 2);
+        // Qwen2.5-0.5B gate/up: split 2 would be 3 waves against 2 (one round either way);
+        // split 4 would leave a warp fewer than 256 values.
+        assert_eq!(split(9728, 896, H200), 1);
+        // An unknown device (no resident count): the default rule.
+        assert_eq!(split(2048, 1536, 0), 4);
+    }
+
+    #[test]
+    fn the_kernels_counted_are_the_one_row_dense_kernels() {
+        let gemv = crate::cuda::compile::SOURCES
+            .iter()
+            .find(|s| s.family == "gemv")
+            .expect("the gemv family");
+        for name in KERNELS {
+            assert!(gemv.symbols.contains(&name), "{name}");
+        }
+        for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
+            assert!(
+                KERNELS.contains(&super::super::decode_kernel(kind)),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_choice_is_a_split_the_kernel_takes() {
+        for (n, k) in [
+            (64, 200),
+            (100, 100),
+            (896, 4864),
+            (128_256, 4096),
+            (3, 20_000),
+        ] {
+            for resident in [1, 132, H200, 10_000] {
+                let s = split(n, k, resident);
+                assert!(
+                    [1, 2, 4].contains(&s),
+                    "n {n} k {k} resident {resident}: {s}"
+                );
+            }
+        }
+    }
+}

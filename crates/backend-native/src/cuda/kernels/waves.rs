@@ -22,6 +22,10 @@ pub(super) fn resident_blocks(
     ctx: &CudaContext,
     functions: &HashMap<&'static str, CudaFunction>,
 ) -> HashMap<&'static str, usize> {
+    // The occupancy queries run on the thread's current context.
+    if ctx.bind_to_thread().is_err() {
+        return HashMap::new();
+    }
     let sms = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .ok()

@@ -117,14 +117,8 @@ impl GraphStep {
                 .bind_input(slot.name.as_str(), &slot.device)
                 .map_err(|e| Error::ort(format!("binding {}", slot.name), e))?;
         }
-        for ((past, present), buffer) in self.plan.kv.iter().zip(kv.iter_mut()) {
-            binding
-                .bind_input(past.as_str(), &*buffer)
-                .map_err(|e| Error::ort(format!("binding {past}"), e))?;
-            binding
-                .bind_output(present.as_str(), &mut *buffer)
-                .map_err(|e| Error::ort(format!("binding {present}"), e))?;
-        }
+        let pairs = self.plan.kv.iter().map(|(past, present)| (past, present));
+        crate::kv::bind_shared(&mut binding, pairs, kv)?;
         binding
             .bind_output(self.plan.logits.name.as_str(), &mut self.logits)
             .map_err(|e| Error::ort("binding logits", e))?;

@@ -6,7 +6,7 @@ use crate::io::IoSpec;
 use crate::session::Device;
 use crate::tensors::{allocated, empty_float, truncate_axis};
 use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
-use ort::session::Session;
+use ort::session::{IoBinding, Session};
 use ort::value::{DynTensor, DynValue};
 
 /// The cache of one generation.
@@ -77,4 +77,22 @@ impl KvCache {
         }
         Ok(())
     }
+}
+
+/// Binds each shared buffer as its past input and as its present output (the step writes the
+/// new positions in place), pairs in `(past, present)` order with `buffers`.
+pub(crate) fn bind_shared<'a>(
+    binding: &mut IoBinding,
+    pairs: impl Iterator<Item = (&'a String, &'a String)>,
+    buffers: &mut [DynTensor],
+) -> Result<(), Error> {
+    for ((past, present), buffer) in pairs.zip(buffers.iter_mut()) {
+        binding
+            .bind_input(past.as_str(), &*buffer)
+            .map_err(|e| Error::ort(format!("binding {past}"), e))?;
+        binding
+            .bind_output(present.as_str(), &mut *buffer)
+            .map_err(|e| Error::ort(format!("binding {present}"), e))?;
+    }
+    Ok(())
 }

@@ -169,19 +169,8 @@ impl OrtState {
                         .bind_input(name.as_str(), value)
                         .map_err(|e| Error::ort(format!("binding {name}"), e))?;
                 }
-                for ((past, present), buffer) in io
-                    .past_inputs
-                    .iter()
-                    .zip(&io.present_outputs)
-                    .zip(buffers.iter_mut())
-                {
-                    binding
-                        .bind_input(past.as_str(), &*buffer)
-                        .map_err(|e| Error::ort(format!("binding {past}"), e))?;
-                    binding
-                        .bind_output(present.as_str(), &mut *buffer)
-                        .map_err(|e| Error::ort(format!("binding {present}"), e))?;
-                }
+                let pairs = io.past_inputs.iter().zip(&io.present_outputs);
+                crate::kv::bind_shared(&mut binding, pairs, buffers)?;
                 let cpu = MemoryInfo::new(
                     AllocationDevice::CPU,
                     0,

@@ -107,13 +107,18 @@ impl Kernels {
             message: "attention_decode_f32 is not loaded".into(),
         })?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
-        let resident = waves::resident_blocks(&device.ctx, &functions);
+        let decode_gemv = DecodeGemv::from_env();
+        // Only the `waves` rule needs the resident block counts (occupancy queries at load).
+        let resident = match decode_gemv {
+            DecodeGemv::Waves => waves::resident_blocks(&device.ctx, &functions),
+            _ => HashMap::new(),
+        };
         Ok(Kernels {
             functions,
             compiled,
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
-            decode_gemv: DecodeGemv::from_env(),
+            decode_gemv,
             decode,
             resident,
         })

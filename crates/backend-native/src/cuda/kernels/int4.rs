@@ -87,8 +87,9 @@ impl Ops<'_> {
         check_packed(packed)?;
         if s.int4_decode(self.k.decode_gemv) {
             let f = self.k.get("gemv_decode_int4_f32")?;
-            let grid = s.decode_grid(s.decode_split_int4())?;
-            let split = int("split", s.decode_split_int4())?;
+            let split = s.decode_split_int4();
+            let grid = s.decode_grid(split)?;
+            let split = int("split", split)?;
             return launch!(
                 self,
                 f,
@@ -158,8 +159,9 @@ impl Ops<'_> {
         launch!(self, f, cfg(grid, 32, 0), &x, &ldx, &k, &bs, &qa, &sa)?;
         if s.int4_decode(self.k.decode_gemv) {
             let f = self.k.get("gemv_decode_int4_i8")?;
-            let grid = s.decode_grid(s.decode_split_int4())?;
-            let split = int("split", s.decode_split_int4())?;
+            let split = s.decode_split_int4();
+            let grid = s.decode_grid(split)?;
+            let split = int("split", split)?;
             return launch!(
                 self,
                 f,

@@ -33,8 +33,9 @@
 //! run must say `gpu_graph_id` = `-1`; otherwise the EP would capture a run whose host-fed inputs
 //! live at addresses that are not stable, and replay stale data.
 //!
-//! The device-bound step is in `graph_step.rs`; it has not been run on a GPU yet (see the crate
-//! README for what to check).
+//! The device-bound step is in `graph_step.rs`. Its first GPU run gave other greedy tokens than
+//! the uncaptured path from the fourth on, so it only runs when [`CAPTURE_ENV`] asks for it (the
+//! crate README lists the suspects and what to check).
 
 use crate::io::{IoSpec, KvLayout};
 use crate::session::Device;
@@ -124,7 +125,7 @@ impl Decision {
             Ok(plan) if request.capture => Decision::Capture(plan),
             Ok(_) => Decision::Fallback(format!(
                 "CUDA graph not used: the captured step is off by default ({CAPTURE_ENV}=1 runs \
-                 it; on the H200 its greedy tokens left the uncaptured ones after two steps)"
+                 it; on the H200 its greedy tokens left the uncaptured ones from the fourth on)"
             )),
             Err(reason) => Decision::Fallback(format!("CUDA graph not used: {reason}")),
         }

@@ -107,7 +107,8 @@ impl Sizes {
     }
 }
 
-/// The GEMM scratch for the layers' dense linears (the lm_head runs on one row: a GEMV).
+/// The GEMM scratch for the layers' dense and CompFp32 int4 linears (the lm_head runs on one
+/// row: a GEMV).
 fn gemm_scratch(model: &DevModel) -> GemmScratch {
     let linears = || model.layers.iter().flat_map(DevLayer::linears);
     let dense = linears().filter_map(|p| match p.form {

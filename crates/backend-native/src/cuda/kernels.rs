@@ -720,19 +720,26 @@ impl Ops<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::LinearShape;
-
-    fn split(n: usize, k: usize, glu: i32) -> usize {
-        let s = LinearShape {
+impl LinearShape {
+    /// One row of x, `k` inputs, `n` outputs, rows packed (the split rules' tests).
+    pub(crate) fn one_row(n: usize, k: usize, glu: i32) -> LinearShape {
+        LinearShape {
             m: 1,
             k,
             n,
             ldx: k,
             ldy: n,
             glu,
-        };
-        s.split()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LinearShape;
+
+    fn split(n: usize, k: usize, glu: i32) -> usize {
+        LinearShape::one_row(n, k, glu).split()
     }
 
     #[test]
@@ -749,17 +756,7 @@ mod tests {
 
     #[test]
     fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {
-        let split = |n, k| {
-            LinearShape {
-                m: 1,
-                k,
-                n,
-                ldx: k,
-                ldy: n,
-                glu: -1,
-            }
-            .decode_split()
-        };
+        let split = |n, k| LinearShape::one_row(n, k, -1).decode_split();
         // Qwen2.5-1.5B: narrow layers double to 4 warps per pair (fewer than 3072 warps);
         // gate/up (8960 pairs) is wide enough with one warp and its rows are short.
         assert_eq!(split(2048, 1536), 4);

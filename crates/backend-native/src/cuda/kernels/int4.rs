@@ -215,15 +215,7 @@ mod tests {
     use super::LinearShape;
 
     fn split(n: usize, k: usize) -> usize {
-        LinearShape {
-            m: 1,
-            k,
-            n,
-            ldx: k,
-            ldy: n,
-            glu: -1,
-        }
-        .decode_split_int4()
+        LinearShape::one_row(n, k, -1).decode_split_int4()
     }
 
     #[test]

@@ -78,14 +78,7 @@ mod tests {
     use super::*;
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
-        let s = LinearShape {
-            m: 1,
-            k,
-            n,
-            ldx: k,
-            ldy: n,
-            glu: -1,
-        };
+        let s = LinearShape::one_row(n, k, -1);
         s.decode_split_waves(resident, s.decode_split())
     }
 

@@ -188,9 +188,10 @@ impl DevLinear {
                 block,
                 int8: false,
                 prompt,
+                integral_zp,
             } => ops.int4_fp32(
                 (main, scales, at(self.parts.zp_f32)),
-                block,
+                (block, integral_zp),
                 prompt,
                 x,
                 bias,

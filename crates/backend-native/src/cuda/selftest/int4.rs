@@ -119,6 +119,13 @@ pub(super) fn cases() -> Vec<Int4> {
             act: 1,
             ..plain((2, 1000, 77, 16))
         },
+        // Many 16-row work items (blocks) on the tensor-core kernel, plain and GLU.
+        plain((1, 64, 40_000, 32)),
+        Int4 {
+            glu: 0,
+            bias: true,
+            ..plain((1, 128, 20_000, 64))
+        },
         Int4 {
             x_scale: 1.0e6, // beyond f16: the tensor-core kernel scales x down
             ..plain((1, 4096, 96, 32))
@@ -233,7 +240,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
     let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
     let mut name = name(&case);
     if case.tensor {
-        let mma = c.ops().int4_mma_fits(&s, bs as usize, true);
+        let mma = c.ops().int4_mma_fits(&s, bs, true);
         name += if mma {
             " tensor cores"
         } else {

@@ -85,6 +85,11 @@ pub const SOURCES: &[Source] = &[
         symbols: &["gemv_decode_int4_f32", "gemv_decode_int4_i8"],
     },
     Source {
+        family: "int4_mma",
+        code: include_str!("../../../../kernels/int4_mma.cu"),
+        symbols: &["gemv_decode_int4_mma"],
+    },
+    Source {
         family: "blas",
         code: include_str!("../../../../kernels/blas.cu"),
         symbols: &[

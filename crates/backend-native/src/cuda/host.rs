@@ -216,11 +216,13 @@ pub(crate) enum Form {
     /// `[n, k]` values for `kernel`.
     Dense { kernel: &'static str },
     /// MatMulNBits; `int8` selects the CompInt8 path; prompt GEMMs of the CompFp32 path
-    /// dequantise to `prompt`.
+    /// dequantise to `prompt`; `integral_zp`: every zero point is an integer in 0..=15 (or
+    /// there are none), which the tensor-core one-row kernel needs.
     Int4 {
         block: usize,
         int8: bool,
         prompt: GemmType,
+        integral_zp: bool,
     },
 }
 
@@ -259,6 +261,12 @@ fn append(image: &mut Vec<u8>, data: impl IntoIterator<Item = u8>) -> usize {
     offset
 }
 
+/// Whether float zero points are all integers a nibble holds (0..=15).
+fn integral_zero_points(zp: &[f32]) -> bool {
+    zp.iter()
+        .all(|z| z.fract() == 0.0 && (0.0..=15.0).contains(z))
+}
+
 /// Little-endian bytes of f32 values, as an iterator (no intermediate copy).
 fn f32_bytes(values: &[f32]) -> impl Iterator<Item = u8> + '_ {
     values.iter().flat_map(|v| v.to_le_bytes())
@@ -278,6 +286,7 @@ impl HostLinear {
                 int8,
                 prompt,
             } => {
+                let integral_zp = zp_f32.as_deref().is_none_or(integral_zero_points);
                 let mut bytes = packed;
                 let mut parts = Parts {
                     scales: Some(append(&mut bytes, f32_bytes(&scales))),
@@ -291,6 +300,7 @@ impl HostLinear {
                         block,
                         int8,
                         prompt,
+                        integral_zp,
                     },
                     parts,
                 )

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 mod decode;
 mod int4;
+mod int4_mma;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 
@@ -38,6 +39,8 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
+    /// Dynamic shared memory `gemv_decode_int4_mma` may use here; 0: it does not run.
+    pub int4_mma_shared: usize,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -107,6 +110,11 @@ impl Kernels {
             message: "attention_decode_f32 is not loaded".into(),
         })?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
+        let int4_mma_shared = int4_mma::probe(
+            &device.ctx,
+            device.major,
+            functions.get("gemv_decode_int4_mma"),
+        );
         let decode_gemv = DecodeGemv::from_env();
         // Only the `waves` rule needs the resident block counts (occupancy queries at load).
         let resident = match decode_gemv {
@@ -121,6 +129,7 @@ impl Kernels {
             decode_gemv,
             decode,
             resident,
+            int4_mma_shared,
         })
     }
 

@@ -491,14 +491,15 @@ impl DevModel {
         (uses, items)
     }
 
-    /// Bytes of weights read per decoded token (every linear layer; not the embedding table).
+    /// Bytes of weights read per decoded token (every linear layer, the parts its one-row
+    /// kernel reads; not the embedding table).
     pub fn weight_bytes_per_token(&self) -> usize {
         let layers: usize = self
             .layers
             .iter()
             .flat_map(DevLayer::linears)
-            .map(DevLinear::weight_bytes)
+            .map(DevLinear::step_bytes)
             .sum();
-        layers + self.lm_head.weight_bytes()
+        layers + self.lm_head.step_bytes()
     }
 }

@@ -28,7 +28,7 @@ pub(crate) struct DevLinear {
     parts: Parts,
     pub k: usize,
     pub n: usize,
-    /// Bytes of the image (what one call reads).
+    /// Bytes of the image (what is uploaded, or streamed by the pager).
     bytes: usize,
     home: Home,
 }
@@ -95,9 +95,26 @@ impl DevLinear {
         }
     }
 
-    /// Bytes of weight data read per call.
+    /// Bytes of the image (uploaded once, or streamed by the pager every step).
     pub fn weight_bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Bytes one decode step (one row) reads of the layer: the image of a dense layer; of an
+    /// int4 one the packed data, the f32 scales, the bias and the zero points of its path (u8
+    /// for CompInt8, f32 for CompFp32; the image carries both where the model has u8 ones).
+    pub fn step_bytes(&self) -> usize {
+        let Form::Int4 { block, int8, .. } = self.form else {
+            return self.bytes;
+        };
+        let blocks = self.n * self.k.div_ceil(block);
+        let zero_points = if int8 {
+            self.parts.zp_u8.map_or(0, |_| blocks)
+        } else {
+            self.parts.zp_f32.map_or(0, |_| blocks * 4)
+        };
+        let bias = self.parts.bias.map_or(0, |_| self.n * 4);
+        blocks * block / 2 + blocks * 4 + zero_points + bias
     }
 
     fn base(&self) -> Result<DevPtr, Error> {
@@ -188,9 +205,10 @@ impl DevLinear {
                 block,
                 int8: false,
                 prompt,
+                integral_zp,
             } => ops.int4_fp32(
                 (main, scales, at(self.parts.zp_f32)),
-                block,
+                (block, integral_zp),
                 prompt,
                 x,
                 bias,
@@ -203,5 +221,52 @@ impl DevLinear {
             ops.release(j)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DevLinear;
+    use crate::cuda::blas::GemmType;
+    use crate::cuda::host::{HostLinear, HostWeight};
+
+    fn int4(n: usize, k: usize, int8: bool, zero_points: bool) -> DevLinear {
+        let (block, nb) = (32, k.div_ceil(32));
+        DevLinear::prepare(HostLinear {
+            weight: HostWeight::Int4 {
+                packed: vec![0x21; n * nb * block / 2],
+                scales: vec![0.5; n * nb],
+                zp_u8: zero_points.then(|| vec![8; n * nb]),
+                zp_f32: zero_points.then(|| vec![8.0; n * nb]),
+                block,
+                int8,
+                prompt: GemmType::F16,
+            },
+            bias: Some(vec![0.0; n]),
+            k,
+            n,
+        })
+    }
+
+    #[test]
+    fn a_step_reads_the_parts_its_one_row_kernel_reads() {
+        let (n, k) = (64, 256);
+        let (blocks, packed, bias) = (n * k / 32, n * k / 2, n * 4);
+        // CompFp32 reads f32 scales and f32 zero points, CompInt8 f32 scales and u8 ones.
+        assert_eq!(
+            int4(n, k, false, true).step_bytes(),
+            packed + blocks * 8 + bias
+        );
+        assert_eq!(
+            int4(n, k, true, true).step_bytes(),
+            packed + blocks * 5 + bias
+        );
+        assert_eq!(
+            int4(n, k, false, false).step_bytes(),
+            packed + blocks * 4 + bias
+        );
+        // The image holds both kinds of zero points (and alignment padding): more than a step.
+        let layer = int4(n, k, false, true);
+        assert!(layer.weight_bytes() > layer.step_bytes());
     }
 }

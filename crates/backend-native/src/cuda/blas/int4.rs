@@ -20,7 +20,7 @@ impl Ops<'_> {
     pub fn int4_fp32(
         &self,
         parts: Int4Parts,
-        block: usize,
+        (block, integral_zp): (usize, bool),
         prompt: GemmType,
         x: DevPtr,
         bias: DevPtr,
@@ -32,7 +32,7 @@ impl Ops<'_> {
             Some(blas) if s.m >= MIN_ROWS && blas.dequant.len > 0 => {
                 self.gemm_int4(blas, parts, block, prompt, x, bias, y, s, act)
             }
-            _ => self.gemv_int4_f32(parts, block, x, bias, y, s, act),
+            _ => self.gemv_int4_f32(parts, (block, integral_zp), x, bias, y, s, act),
         }
     }
 

@@ -70,12 +70,13 @@ impl LinearShape {
 }
 
 impl Ops<'_> {
-    /// MatMulNBits linear, dequantising to f32 (CompFp32).
+    /// MatMulNBits linear, dequantising to f32 (CompFp32). `integral_zp`: the zero points are
+    /// integers (or absent), so one row may run on the tensor cores (`gemv_decode_int4_mma`).
     #[allow(clippy::too_many_arguments)]
     pub fn gemv_int4_f32(
         &self,
         (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
-        block: usize,
+        (block, integral_zp): (usize, bool),
         x: DevPtr,
         bias: DevPtr,
         y: DevPtr,
@@ -85,6 +86,9 @@ impl Ops<'_> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let bs = check_block(block)?;
         check_packed(packed)?;
+        if s.int4_decode(self.k.decode_gemv) && self.int4_mma_fits(&s, block, integral_zp) {
+            return self.gemv_int4_mma((packed, scales, zp), block, x, bias, y, s, act);
+        }
         if s.int4_decode(self.k.decode_gemv) {
             let f = self.k.get("gemv_decode_int4_f32")?;
             let split = s.decode_split_int4();

@@ -16,7 +16,8 @@ use crate::error::Error;
 /// One case: `m` rows, `k` inputs, `n` outputs (with `glu >= 0`, `n` (gate, up) pairs of
 /// weight rows and `glu` the gate's activation), block size `bs`, accuracy level `acc` (4:
 /// CompInt8), a bias or none, rounding to `act` (0 f32, 1 f16, 2 bf16), zero points or the
-/// default 8.
+/// default 8; `tensor`: one row may take the tensor-core kernel (CompFp32); x scaled by
+/// `x_scale` (the tensor-core kernel rescales x into the f16 range per launch).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Int4 {
     pub m: usize,
@@ -28,6 +29,8 @@ pub(super) struct Int4 {
     pub bias: bool,
     pub act: i32,
     pub zp: bool,
+    pub tensor: bool,
+    pub x_scale: f32,
 }
 
 impl Int4 {
@@ -49,6 +52,8 @@ pub(super) fn cases() -> Vec<Int4> {
         bias: false,
         act: 0,
         zp: true,
+        tensor: false,
+        x_scale: 1.0,
     };
     let mut all: Vec<Int4> = [
         (1, 1536, 2048, 32),
@@ -114,9 +119,28 @@ pub(super) fn cases() -> Vec<Int4> {
             act: 1,
             ..plain((2, 1000, 77, 16))
         },
+        // Many 16-row work items (blocks) on the tensor-core kernel, plain and GLU.
+        plain((1, 64, 40_000, 32)),
+        Int4 {
+            glu: 0,
+            bias: true,
+            ..plain((1, 128, 20_000, 64))
+        },
+        Int4 {
+            x_scale: 1.0e6, // beyond f16: the tensor-core kernel scales x down
+            ..plain((1, 4096, 96, 32))
+        },
+        Int4 {
+            x_scale: 1.0e-7, // f16 subnormals unless scaled up
+            ..plain((1, 4096, 96, 128))
+        },
     ]);
+    // Each case at CompInt8 and at CompFp32 through both one-row kernels.
     all.into_iter()
-        .flat_map(|c| [0, 4].map(|acc| Int4 { acc, ..c }))
+        .flat_map(|c| {
+            [(4, false), (0, false), (0, true)].map(|(acc, tensor)| Int4 { acc, tensor, ..c })
+        })
+        .filter(|c| !c.tensor || c.m == 1)
         .collect()
 }
 
@@ -139,6 +163,9 @@ fn name(case: &Int4) -> String {
     if !case.zp {
         name += " zp 8";
     }
+    if case.x_scale != 1.0 {
+        name += &format!(" x * {:e}", case.x_scale);
+    }
     name
 }
 
@@ -157,7 +184,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
     let packed = rng.bytes(cols * nb * bs / 2);
     let scales: Vec<f32> = rng.vec(cols * nb).iter().map(|v| v * 0.05).collect();
     let zp = rng.bytes(cols * nb.div_ceil(2));
-    let x = rng.vec(m * k);
+    let x: Vec<f32> = rng.vec(m * k).iter().map(|v| v * case.x_scale).collect();
     let bias = rng.vec(cols);
     let w = Int4Weight::new(
         k,
@@ -204,12 +231,21 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
         } else {
             let parts = (p, ds.ptr, zf_ptr);
             c.ops()
-                .gemv_int4_f32(parts, bs, xp, bias_ptr, dy.ptr, s, act)?;
+                .gemv_int4_f32(parts, (bs, case.tensor), xp, bias_ptr, dy.ptr, s, act)?;
         }
         c.down(&dy, m * width)
     };
     let first = run(p_al.ptr, x_al.ptr, qa.ptr)?;
     let again = run(p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8)?;
     let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
-    Ok(verdict(name(&case), &first, &again, &want, limit))
+    let mut name = name(&case);
+    if case.tensor {
+        let mma = c.ops().int4_mma_fits(&s, bs, true);
+        name += if mma {
+            " tensor cores"
+        } else {
+            " (tensor cores do not fit: scalar)"
+        };
+    }
+    Ok(verdict(name, &first, &again, &want, limit))
 }

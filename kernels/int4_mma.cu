@@ -1,0 +1,208 @@
+// com.microsoft MatMulNBits (4 bits, CompFp32) for ONE row of x on the tensor cores (sm_80 and
+// later): the one-row kernel of gemv_decode_int4_f32 (int4_decode.cu) spends ~14 instructions
+// per weight converting nibbles to f32 and re-reading x from L1; here a lane turns 8 nibbles
+// into four f16 pairs (q - zp, exact for integer zero points) with 11 instructions and the
+// products run as mma.m16n8k16 (f16 x f16, f32 accumulation).
+//
+// Exactness. A = q - zp is an integer in [-15, 15] (exact in f16). x is split per block into
+// x * 2^-e = hi + lo with hi = f16(x * 2^-e), lo = f16(x * 2^-e - hi), e a power-of-two scale
+// putting max|x| in [2^14, 2^15) (no f16 overflow, exact to undo): hi + lo carries ~22 bits of
+// x, every product (q - zp) * hi or * lo is exact in f32 and the mma sums them in f32. The host
+// picks this kernel only for integer zero points (or none: 8) and block sizes of 32 or more.
+//
+// Layout. A warp owns 16 weight rows (output columns col0 + g and col0 + g + 8 for lane
+// (g = lane / 4, t = lane % 4)) and walks the row in quads of four 16-byte chunks (32 values,
+// one quantisation block or part of one): lane t loads chunk 4q + t of both its rows. `split`
+// warps of a block share the 16 rows, taking every split-th quad. The 8 values of a packed
+// word pair with x as (0,4), (1,5) for one mma and (2,6), (3,7) for the next, so x is staged in
+// shared memory word by word in that order (values 0,4,1,5,2,6,3,7 as f16), hi words then lo
+// words. Each lane's chunk has its own block scale, so the B operand keeps the lanes apart:
+// column 2t + h of B holds x_h at the k-slots of the lanes with t (zero elsewhere), and the
+// accumulator a lane gets back (rows g, g + 8 x columns 2t, 2t + 1) is exactly its own chunk's
+// sum, hi and lo, which it scales and adds. The four lanes of a row are summed by butterfly,
+// the split warps in warp order: the bits depend on (k, n, block) and the values only.
+
+#define I4M_WARPS 8
+// Chunks per row a lane loads per round (two rows: 128 bytes of weights in flight per lane).
+#define I4M_ROUND 4
+
+__device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
+                                        u32 b1) {
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// Nibbles `shift / 4` and `shift / 4 + 4` of a word as the f16 pair (q - zp): 1024 + q by
+// setting the mantissa, minus `base` (the pair 1024 + zp).
+__device__ __forceinline__ u32 i4m_pair(u32 word, int shift, u32 base) {
+    u32 h = ((word >> shift) & 0x000f000fu) | 0x64006400u, r;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(base));
+    return r;
+}
+
+// The f16 pair (1024 + zp, 1024 + zp) of a block (zp 8 without zero points).
+__device__ __forceinline__ u32 i4m_base(const float* zr, int b) {
+    u32 h = f32_to_f16(1024.0f + (zr ? load_stream_f32(zr + b) : 8.0f));
+    return h | (h << 16);
+}
+
+// A chunk of a packed row: one 16-byte load when rows are 16-byte aligned, else four words.
+__device__ __forceinline__ uint4 i4m_chunk(const u8* row, int ch, bool vec) {
+    if (vec) return load_stream16(row + (size_t)ch * 16);
+    const u32* w = (const u32*)(row + (size_t)ch * 16);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ u32 i4m_word(const uint4& q, int i) {
+    return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
+
+// x (k values, zero to `words` * 8) into shared memory as described above; returns 2^e, the
+// factor that undoes the scaling. Every thread of the block calls it (it synchronises).
+__device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uint4* xs) {
+    __shared__ float scratch[32];
+    float m = 0.0f;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
+    m = block_max(m, scratch);
+    int e = 0;
+    if (m > 0.0f && m <= 3.0e38f) e = min(max((int)((__float_as_uint(m) >> 23) & 0xff) - 141, -100), 100);
+    float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
+    for (int i = threadIdx.x; i < words; i += blockDim.x) {
+        u16 hi[8], lo[8];
+#pragma unroll
+        for (int v = 0; v < 8; v++) {
+            int at = i * 8 + (v >> 1) + (v & 1) * 4;  // the order 0,4,1,5,2,6,3,7
+            float s = at < k ? x[at] * down : 0.0f;
+            hi[v] = f32_to_f16(s);
+            lo[v] = f32_to_f16(s - f16_to_f32(hi[v]));
+        }
+        xs[i] = make_uint4(hi[0] | ((u32)hi[1] << 16), hi[2] | ((u32)hi[3] << 16),
+                           hi[4] | ((u32)hi[5] << 16), hi[6] | ((u32)hi[7] << 16));
+        xs[words + i] = make_uint4(lo[0] | ((u32)lo[1] << 16), lo[2] | ((u32)lo[3] << 16),
+                                   lo[4] | ((u32)lo[5] << 16), lo[6] | ((u32)lo[7] << 16));
+    }
+    __syncthreads();
+    return __int_as_float((127 + e) << 23);
+}
+
+// One round's loads: chunk 4 (q0 + u * split) + t of both rows, u < I4M_ROUND, with the block
+// scale and zero-point base of each (scale 0 past the row: the sums there are 0 anyway).
+struct I4mRound {
+    uint4 w[2][I4M_ROUND];
+    float s[2][I4M_ROUND];
+    u32 base[2][I4M_ROUND];
+};
+
+__device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const float* const (&sc)[2],
+                                          const float* const (&zr)[2], int q0, int split, int t,
+                                          int chunks, int bs, bool vec, I4mRound& r) {
+#pragma unroll
+    for (int u = 0; u < I4M_ROUND; u++) {
+        int ch = 4 * (q0 + u * split) + t;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            if (ch < chunks) {
+                int b = ch * 32 / bs;
+                r.w[j][u] = i4m_chunk(row[j], ch, vec);
+                r.s[j][u] = load_stream_f32(sc[j] + b);
+                r.base[j][u] = i4m_base(zr[j], b);
+            } else {
+                r.w[j][u] = make_uint4(0u, 0u, 0u, 0u);
+                r.s[j][u] = 0.0f;
+                r.base[j][u] = 0u;
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, 2)
+    gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp, const float* x,
+                         const float* bias, float* y, int n, int k, int bs, int split, int glu,
+                         int act) {
+    extern __shared__ uint4 i4m_xs[];
+    __shared__ float red[I4M_WARPS][16];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    int groups = I4M_WARPS / split, part = warp % split;
+    int col0 = (blockIdx.x * groups + warp / split) * 16;
+    int nb = (k + bs - 1) / bs, kp = nb * bs, chunks = kp / 32, quads = (chunks + 3) / 4;
+    int words = kp / 8;
+    bool vec = ((size_t)packed & 15) == 0;
+    const u8* row[2];
+    const float* sc[2];
+    const float* zr[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        int c = col0 + g + 8 * j;
+        size_t at = c < n ? c : 0;
+        row[j] = packed + at * (kp / 2);
+        sc[j] = scales + at * nb;
+        zr[j] = zp ? zp + at * nb : nullptr;
+    }
+    // The first round reads weights only: it goes out before waiting for the kernel that
+    // writes x (programmatic dependent launch; see pdl_enter in prelude.cuh).
+    pdl_trigger();
+    I4mRound r;
+    int q0 = part;
+    i4m_fetch(row, sc, zr, q0, split, t, chunks, bs, vec, r);
+    pdl_wait();
+    float up = i4m_stage(x, k, words, i4m_xs);
+    // Lanes (g, t) with g / 2 == t give B its column g: x_(g % 2) at lane t's k-slots.
+    const uint4* xb = i4m_xs + (g & 1) * words;
+    bool feeds = (g >> 1) == t;
+    float acc[2] = {0.0f, 0.0f};
+    for (; q0 < quads; q0 += I4M_ROUND * split) {
+        if (q0 != part) i4m_fetch(row, sc, zr, q0, split, t, chunks, bs, vec, r);
+#pragma unroll
+        for (int u = 0; u < I4M_ROUND; u++) {
+            int q = q0 + u * split;
+            if (q >= quads) break;  // uniform over the warp
+            int ch = 4 * q + t;
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                uint4 b = feeds && ch < chunks ? xb[ch * 4 + i] : make_uint4(0u, 0u, 0u, 0u);
+                u32 wa = i4m_word(r.w[0][u], i), wb = i4m_word(r.w[1][u], i);
+                u32 za = r.base[0][u], zb = r.base[1][u];
+                i4m_mma(d, i4m_pair(wa, 0, za), i4m_pair(wb, 0, zb), i4m_pair(wa, 4, za),
+                        i4m_pair(wb, 4, zb), b.x, b.y);
+                i4m_mma(d, i4m_pair(wa, 8, za), i4m_pair(wb, 8, zb), i4m_pair(wa, 12, za),
+                        i4m_pair(wb, 12, zb), b.z, b.w);
+            }
+            acc[0] = fmaf(r.s[0][u], d[0] + d[1], acc[0]);
+            acc[1] = fmaf(r.s[1][u], d[2] + d[3], acc[1]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 1);
+        acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 2);
+    }
+    if (t == 0) {
+        red[warp][g] = acc[0];
+        red[warp][g + 8] = acc[1];
+    }
+    __syncthreads();
+    // One thread per output: column c of group gg (a GLU pair's leader: even c).
+    int gg = threadIdx.x / 16, c = threadIdx.x % 16;
+    if (gg >= groups) return;
+    int col = (blockIdx.x * groups + gg) * 16 + c;
+    if (col >= n) return;
+    float sum = 0.0f;
+    for (int p = 0; p < split; p++) sum += red[gg * split + p][c] * up;
+    if (glu >= 0) {
+        if ((c & 1) || col + 1 >= n) return;
+        float u = 0.0f;
+        for (int p = 0; p < split; p++) u += red[gg * split + p][c + 1] * up;
+        if (bias) {
+            sum += bias[col];
+            u += bias[col + 1];
+        }
+        y[col / 2] = activation_outlined(sum, glu) * u;
+        return;
+    }
+    linear_store(sum, bias, col, act, y + col);
+}

@@ -86,29 +86,20 @@ impl Ops<'_> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let bs = check_block(block)?;
         check_packed(packed)?;
-        if s.int4_decode(self.k.decode_gemv) && self.int4_mma_fits(&s, block, integral_zp) {
-            return self.gemv_int4_mma((packed, scales, zp), block, x, bias, y, s, act);
-        }
         if s.int4_decode(self.k.decode_gemv) {
-            let f = self.k.get("gemv_decode_int4_f32")?;
-            let split = s.decode_split_int4();
-            let grid = s.decode_grid(split)?;
+            // The tensor-core kernel takes the scalar one's arguments.
+            let (name, config, split) = if self.int4_mma_fits(&s, block, integral_zp) {
+                let (config, split) = self.int4_mma_config(&s, block)?;
+                ("gemv_decode_int4_mma", config, split)
+            } else {
+                let split = s.decode_split_int4();
+                let config = cfg(s.decode_grid(split)?, 32 * DEC_WARPS as u32, 0);
+                ("gemv_decode_int4_f32", config, split)
+            };
+            let f = self.k.get(name)?;
             let split = int("split", split)?;
             return launch!(
-                self,
-                f,
-                cfg(grid, 32 * DEC_WARPS as u32, 0),
-                &packed,
-                &scales,
-                &zp,
-                &x,
-                &bias,
-                &y,
-                &n,
-                &k,
-                &bs,
-                &split,
-                &s.glu,
+                self, f, config, &packed, &scales, &zp, &x, &bias, &y, &n, &k, &bs, &split, &s.glu,
                 &act
             );
         }

@@ -2,9 +2,9 @@
 //! later, block size 32 or more, integer zero points, x staged in the shared memory the device
 //! grants), its split rule and grid, and the shared-memory opt-in at load.
 
-use super::{DevPtr, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int, launch};
+use super::{LinearShape, Ops, TARGET_WARPS, cfg, grid_dim};
 use crate::error::Error;
-use cudarc::driver::{CudaContext, CudaFunction, sys};
+use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, sys};
 
 /// Warps per block (`I4M_WARPS`).
 const WARPS: usize = 8;
@@ -78,19 +78,13 @@ impl Ops<'_> {
             && stage_bytes(s.k, block) <= self.k.int4_mma_shared
     }
 
-    /// One row of a CompFp32 MatMulNBits layer through `gemv_decode_int4_mma`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn gemv_int4_mma(
+    /// The launch of `gemv_decode_int4_mma` for one row of this shape (same arguments as
+    /// `gemv_decode_int4_f32`) and its split.
+    pub(super) fn int4_mma_config(
         &self,
-        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        s: &LinearShape,
         block: usize,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
-        s: LinearShape,
-        act: i32,
-    ) -> Result<(), Error> {
-        let f = self.k.get("gemv_decode_int4_mma")?;
+    ) -> Result<(LaunchConfig, usize), Error> {
         let split = s.int4_mma_split();
         let blocks = s.n.div_ceil(ROWS).div_ceil(WARPS / split);
         let grid = (grid_dim("gemv columns", blocks)?, 1, 1);
@@ -98,25 +92,7 @@ impl Ops<'_> {
             what: "int4 layer",
             why: format!("k = {} is too long to stage", s.k),
         })?;
-        let (n, k, bs) = (int("n", s.n)?, int("k", s.k)?, int("block_size", block)?);
-        let split = int("split", split)?;
-        launch!(
-            self,
-            f,
-            cfg(grid, (32 * WARPS) as u32, shared),
-            &packed,
-            &scales,
-            &zp,
-            &x,
-            &bias,
-            &y,
-            &n,
-            &k,
-            &bs,
-            &split,
-            &s.glu,
-            &act
-        )
+        Ok((cfg(grid, (32 * WARPS) as u32, shared), split))
     }
 }
 

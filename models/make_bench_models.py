@@ -145,11 +145,17 @@ def copy_tokenizer(tok_dir: Path, hf_dir: Path):
 # ---------------------------------------------------------------------------------------------
 # Hugging Face checkpoint
 # ---------------------------------------------------------------------------------------------
-def make_hf(shape, hf_dir: Path, ep, device, seed, tok_dir: Path):
+def shape_config(shape, layers):
+    """The shape's Hugging Face config values, with `layers` decoder layers when given."""
+    family, kw = SHAPES[shape]
+    return family, {**kw, **({"num_hidden_layers": layers} if layers else {})}
+
+
+def make_hf(shape, hf_dir: Path, ep, device, seed, tok_dir: Path, layers=None):
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
-    family, kw = SHAPES[shape]
+    family, kw = shape_config(shape, layers)
     special, _ = tokenizer_info(tok_dir)
     cls, arch = (Qwen2Config, "Qwen2ForCausalLM") if family == "qwen2" else (LlamaConfig, "LlamaForCausalLM")
     cfg = cls(max_position_embeddings=MAX_POS, bos_token_id=special["bos"], eos_token_id=special["eos"],
@@ -285,9 +291,14 @@ def main():
     ap.add_argument("--tokenizer-dir", default=str(DEFAULT_TOKENIZER_DIR))
     ap.add_argument("--keep-hf", action="store_true")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="decoder layers instead of the shape's own (every layer keeps its shape): "
+                         "quicker models for per-layer A/B runs; folders get a -l<N> suffix")
     a = ap.parse_args()
 
     shapes = [s for s in a.shape.split(",") if s]
+    if a.layers is not None and a.layers < 1:
+        ap.error("--layers must be at least 1")
     for s in shapes:
         if s not in SHAPES:
             ap.error(f"unknown shape {s!r}; known: {', '.join(SHAPES)}")
@@ -305,18 +316,19 @@ def main():
     import transformers
 
     for shape in shapes:
+        name = f"{shape}-l{a.layers}" if a.layers else shape
         todo = [p for p in precisions
-                if a.force or not (out_root / f"{shape}-{p}-{a.ep}" / "genai_config.json").exists()]
-        hf_dir = out_root / f"hf-{shape}-{HF_DTYPE[a.ep]}"
+                if a.force or not (out_root / f"{name}-{p}-{a.ep}" / "genai_config.json").exists()]
+        hf_dir = out_root / f"hf-{name}-{HF_DTYPE[a.ep]}"
         hf_bytes = None
         if todo:
             if (hf_dir / "config.json").exists() and not a.force:
                 log(f"[{shape}] reusing {hf_dir}")
             else:
-                make_hf(shape, hf_dir, a.ep, a.device, a.seed, tok_dir)
+                make_hf(shape, hf_dir, a.ep, a.device, a.seed, tok_dir, a.layers)
             hf_bytes = hf_weight_bytes(hf_dir)
         for p in precisions:
-            out_dir = out_root / f"{shape}-{p}-{a.ep}"
+            out_dir = out_root / f"{name}-{p}-{a.ep}"
             info_path = out_dir / "bench_model.json"
             if p not in todo:
                 log(f"[{shape}] {out_dir} exists; skipped (--force rebuilds it)")
@@ -325,16 +337,16 @@ def main():
                 continue
             if out_dir.exists():
                 shutil.rmtree(out_dir)
-            cache = out_root / f".builder-cache-{shape}-{p}-{a.ep}"
+            cache = out_root / f".builder-cache-{name}-{p}-{a.ep}"
             t = time.perf_counter()
             log(f"[{shape}] building {p} for -e {a.ep} ...")
             cmd = run_builder(hf_dir, out_dir, p, a.ep, cache)
             secs = time.perf_counter() - t
             shutil.rmtree(cache, ignore_errors=True)
-            info = dict(kind="bench_model", model=shape, family=SHAPES[shape][0], precision=p, ep=a.ep,
+            info = dict(kind="bench_model", model=name, family=SHAPES[shape][0], precision=p, ep=a.ep,
                         dir=str(out_dir), size_bytes=None, disk_bytes=None, **graph_stats(out_dir),
                         hf_weight_bytes_per_token=hf_bytes, hf_dtype=HF_DTYPE[a.ep], init_device=a.device,
-                        seed=a.seed, config={**SHAPES[shape][1], "max_position_embeddings": MAX_POS},
+                        seed=a.seed, config={**shape_config(shape, a.layers)[1], "max_position_embeddings": MAX_POS},
                         tokenizer_vocab=tok_vocab, tokenizer_from=tok_dir.name, builder_command=cmd,
                         build_seconds=round(secs, 1),
                         versions=dict(onnxruntime_genai=onnxruntime_genai.__version__,

@@ -29,8 +29,12 @@ Options:
                depend on the device: a cpu and a cuda run give different weights)
   --tokenizer-dir  folder with tokenizer.json + tokenizer_config.json
                (default: fixtures/qwen2-fp32-cpu beside this script)
-  --keep-hf    keep the intermediate Hugging Face checkpoint (OUT/hf-<shape>-<dtype>/)
+  --keep-hf    keep the intermediate Hugging Face checkpoint (OUT/hf-<shape>-<dtype>/, reused by
+               later runs); without it the checkpoint is this run's own (OUT/.hf-<shape>-<dtype>-<pid>/,
+               deleted at the end), so runs side by side do not share or delete each other's
   --force      rebuild a model whose folder already holds genai_config.json (default: skip it)
+  --layers     N decoder layers instead of the shape's own, every layer the shape's size (quicker
+               models for per-layer A/B runs); folders are named <shape>-l<N>-...
 
 What it does, per shape:
   1. builds the Hugging Face config of the real model (the published sizes, see SHAPES below, with
@@ -319,7 +323,10 @@ def main():
         name = f"{shape}-l{a.layers}" if a.layers else shape
         todo = [p for p in precisions
                 if a.force or not (out_root / f"{name}-{p}-{a.ep}" / "genai_config.json").exists()]
-        hf_dir = out_root / f"hf-{name}-{HF_DTYPE[a.ep]}"
+        # A checkpoint this run deletes when done is its own (runs side by side, e.g. the fp16
+        # and the int4 model of one shape, must not delete each other's); --keep-hf shares one.
+        hf_name = f"hf-{name}-{HF_DTYPE[a.ep]}"
+        hf_dir = out_root / (hf_name if a.keep_hf else f".{hf_name}-{os.getpid()}")
         hf_bytes = None
         if todo:
             if (hf_dir / "config.json").exists() and not a.force:

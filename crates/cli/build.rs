@@ -1,5 +1,6 @@
 //! Records the commit the binary is built from as `GENAI_BRIDGE_COMMIT` (what `bench --json` and
-//! `generate --json` report), "unknown" outside a git checkout, and reruns when HEAD moves.
+//! `generate --json` report), with `+dirty` when tracked files differ from it, "unknown" outside
+//! a git checkout; reruns when HEAD moves or a source file changes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,10 +21,20 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let commit =
-        git(&root, &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let commit = match git(&root, &["rev-parse", "--short=12", "HEAD"]) {
+        // A binary built from uncommitted changes must not pass for the commit.
+        Some(c) if git(&root, &["status", "--porcelain", "--untracked-files=no"]).is_some() => {
+            format!("{c}+dirty")
+        }
+        Some(c) => c,
+        None => "unknown".into(),
+    };
     println!("cargo:rustc-env=GENAI_BRIDGE_COMMIT={commit}");
     println!("cargo:rerun-if-changed=build.rs");
+    // Any source change may make the tree dirty (or clean again).
+    for dir in ["crates", "kernels", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
     // HEAD (per worktree), the branch it names and the packed refs (shared): a new commit
     // changes one of them.
     let (Some(git_dir), Some(common)) = (

@@ -8,7 +8,7 @@ use crate::cuda::compile::{self, Origin, SOURCES};
 use crate::cuda::device::Device;
 use crate::cuda::pager::PagerPass;
 use crate::error::Error;
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
@@ -45,6 +45,27 @@ pub(crate) struct Kernels {
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
 pub const PDL_ENV: &str = "GENAI_BRIDGE_PDL";
+
+/// Opts `f` (with `fixed` bytes of static shared memory) into the device's largest dynamic
+/// shared memory per block when that is more than `floor` bytes: the dynamic bytes a launch may
+/// then use, or None (the driver does not answer, nothing above `floor`, or it refuses).
+pub(crate) fn opt_in_shared(
+    ctx: &CudaContext,
+    f: &CudaFunction,
+    fixed: usize,
+    floor: usize,
+) -> Option<usize> {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    let optin = ctx
+        .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .ok()? as usize;
+    let want = optin.saturating_sub(fixed);
+    let bytes = i32::try_from(want).ok().filter(|_| want > floor)?;
+    f.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)
+        .ok()?;
+    Some(want)
+}
 
 pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     move |e| Error::Cuda {

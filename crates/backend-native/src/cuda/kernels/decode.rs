@@ -2,7 +2,7 @@
 //! shared memory, ring depth and cluster choice, mirrored from the kernel and unit-tested here
 //! (these tests run in CI without a GPU).
 
-use super::{DevPtr, Ops, cfg, grid_dim, int, launch_raw_in};
+use super::{DevPtr, Ops, cfg, grid_dim, int, launch_raw_in, opt_in_shared};
 use crate::error::Error;
 use cudarc::driver::{CudaFunction, sys};
 
@@ -144,7 +144,6 @@ impl DecodeDevice {
     /// blocks with the largest stage fit; a failed call only turns the option off.
     pub fn probe(ctx: &cudarc::driver::CudaContext, major: i32, f: &CudaFunction) -> DecodeDevice {
         use sys::CUdevice_attribute::*;
-        use sys::CUfunction_attribute::*;
         const DEFAULT_SHARED: usize = 48 * 1024;
         if ctx.bind_to_thread().is_err() {
             return DecodeDevice {
@@ -153,18 +152,8 @@ impl DecodeDevice {
             };
         }
         let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
-        let optin = ctx
-            .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-            .map_or(DEFAULT_SHARED, |b| b as usize);
-        let mut dynamic_max = DEFAULT_SHARED.saturating_sub(fixed);
-        let want = optin.saturating_sub(fixed);
-        if want > dynamic_max
-            && let Ok(v) = i32::try_from(want)
-            && f.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v)
-                .is_ok()
-        {
-            dynamic_max = want;
-        }
+        let default_max = DEFAULT_SHARED.saturating_sub(fixed);
+        let dynamic_max = opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max);
         let mut device = DecodeDevice {
             dynamic_max,
             cluster: false,

@@ -2,9 +2,9 @@
 //! later, block size 32 or more, integer zero points, x staged in the shared memory the device
 //! grants), its split rule and grid, and the shared-memory opt-in at load.
 
-use super::{LinearShape, Ops, TARGET_WARPS, cfg, grid_dim};
+use super::{LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, opt_in_shared};
 use crate::error::Error;
-use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, sys};
+use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig};
 
 /// Warps per block (`I4M_WARPS`).
 const WARPS: usize = 8;
@@ -23,8 +23,6 @@ pub const INT4_MMA_ENV: &str = "GENAI_BRIDGE_INT4_MMA";
 /// a launch may use: 0 where the kernel must not run (before sm_80, switched off, or the
 /// opt-in failed).
 pub(super) fn probe(ctx: &CudaContext, major: i32, f: Option<&CudaFunction>) -> usize {
-    use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
-    use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     let off = std::env::var(INT4_MMA_ENV).is_ok_and(|v| v == "0");
     let Some(f) = f.filter(|_| major >= 8 && !off) else {
         return 0;
@@ -32,17 +30,10 @@ pub(super) fn probe(ctx: &CudaContext, major: i32, f: Option<&CudaFunction>) -> 
     if ctx.bind_to_thread().is_err() {
         return 0;
     }
-    let fixed = f.shared_size_bytes().map_or(usize::MAX, |b| b as usize);
-    let optin = ctx
-        .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        .map_or(0, |b| b as usize);
-    let want = optin.saturating_sub(fixed);
-    match i32::try_from(want) {
-        Ok(v) if v > 0 => f
-            .set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v)
-            .map_or(0, |_| want),
-        _ => 0,
-    }
+    f.shared_size_bytes()
+        .ok()
+        .and_then(|fixed| opt_in_shared(ctx, f, fixed as usize, 0))
+        .unwrap_or(0)
 }
 
 /// Dynamic shared memory of a launch: x as f16 hi and lo halves over the padded row.

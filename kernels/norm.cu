@@ -8,7 +8,9 @@
 //
 // This is the CPU decoder's order: the norm sees the unrounded sum, the residual handed on is
 // rounded. One block per row, each thread holding up to NORM_VALUES values of it in registers
-// (blockDim.x * NORM_VALUES >= width), so `out` may alias `x`.
+// (blockDim.x * NORM_VALUES >= width), so `out` may alias `x`. The norm's weight and bias are
+// read before waiting for the kernel before (programmatic dependent launch: no kernel writes
+// them), so their latency overlaps that kernel's tail.
 
 #define NORM_VALUES 8
 
@@ -17,21 +19,26 @@ extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __r
                                          const float* __restrict__ bias, float* out, int width,
                                          int per_row, int ld, float eps, int rms, int write_sum,
                                          int act) {
-    pdl_enter();
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
-    float v[NORM_VALUES], w[NORM_VALUES];
+    float v[NORM_VALUES], w[NORM_VALUES], b[NORM_VALUES];
+    pdl_trigger();
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        w[j] = i < width ? weight[i] : 0.0f;
+        b[j] = bias && i < width ? bias[i] : 0.0f;
+    }
+    pdl_wait();
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;
         float s = 0.0f;
-        w[j] = 0.0f;
         if (i < width) {
             s = x[base + i];
             if (delta) s += round_act(delta[base + i], act);
-            w[j] = weight[i];
         }
         v[j] = s;
         sum += s;
@@ -52,7 +59,7 @@ extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __r
         int i = threadIdx.x + j * blockDim.x;
         if (i < width) {
             float o = (v[j] - mean) * inv * w[j];
-            if (bias) o += bias[i];
+            if (bias) o += b[j];
             if (write_sum) x[base + i] = round_act(v[j], act);
             out[base + i] = round_act(o, act);
         }

@@ -1,9 +1,10 @@
-//! The wave-aware split of the one-row dense GEMVs (`GENAI_BRIDGE_DECODE_GEMV=waves`, an A/B
-//! mode): a launch of B blocks on a device that holds R of them at once runs ceil(B / R)
-//! waves, and each block's warps walk ceil(values per warp / one load round) dependent load
-//! rounds, so the split with the fewest waves × rounds should finish first. The default rule
-//! (`LinearShape::decode_split`) aims at a warp count instead and can leave a nearly empty last
-//! wave (1.5B qkv: 1,024 blocks where 924 fit). Unmeasured: the H200 decides.
+//! The wave-aware split of the one-row dense GEMVs (the default; `GENAI_BRIDGE_DECODE_GEMV=split`
+//! for the rule before it): a launch of B blocks on a device that holds R of them at once runs
+//! ceil(B / R) waves, and each block's warps walk ceil(values per warp / one load round)
+//! dependent load rounds, so the split with the fewest waves × rounds should finish first. The
+//! warp-count rule (`LinearShape::decode_split`) can leave a nearly empty last wave (1.5B qkv:
+//! 1,024 blocks where 924 fit). Measured on the H200 in the same runs: 1.5B fp16 +6.2%, 8B fp16
+//! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7).
 
 use super::{DEC_COLS, DEC_WARPS, LinearShape};
 use cudarc::driver::{CudaContext, CudaFunction, sys};

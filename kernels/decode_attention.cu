@@ -361,6 +361,12 @@ __device__ __forceinline__ void cluster_arrive() {
     asm volatile("barrier.cluster.arrive.release;" ::: "memory");
 }
 
+// Arrive without ordering memory: for a barrier that only keeps a block's shared memory alive
+// while the others read it (those reads have returned: their values are already used).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+
 __device__ __forceinline__ void cluster_wait() {
     asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 }
@@ -553,7 +559,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 }
             }
         }
-        cluster_arrive();  // done reading the others' shared memory
+        cluster_arrive_relaxed();  // done reading the others' shared memory
         if (lay.groups > 1) {
             __threadfence();
             __syncthreads();

@@ -94,10 +94,7 @@ fn decode_attention_compiles_for_older_gpus() {
     if !nvrtc_or_skip() {
         return;
     }
-    let source = SOURCES
-        .iter()
-        .find(|s| s.family == "decode_attention")
-        .expect("the decode attention family");
+    let source = compile::family("decode_attention").expect("the decode attention family");
     for arch in ["sm_75", "sm_80"] {
         let cubin = compile::compile(source, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
         assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");

@@ -18,6 +18,11 @@ pub struct Source {
     pub symbols: &'static [&'static str],
 }
 
+/// The family whose file stem in `kernels/` is `name`.
+pub fn family(name: &str) -> Option<&'static Source> {
+    SOURCES.iter().find(|s| s.family == name)
+}
+
 /// Helpers prepended to every family.
 pub const PRELUDE: &str = include_str!("../../../../kernels/prelude.cuh");
 

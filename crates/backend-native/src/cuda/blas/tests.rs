@@ -103,10 +103,7 @@ fn dequantised_slices_cover_every_column_within_the_scratch() {
 
 #[test]
 fn every_dense_gemv_kernel_has_a_gemm_type() {
-    let gemv = crate::cuda::compile::SOURCES
-        .iter()
-        .find(|s| s.family == "gemv")
-        .expect("the gemv family");
+    let gemv = crate::cuda::compile::family("gemv").expect("the gemv family");
     for symbol in gemv.symbols.iter().filter(|s| !s.contains("decode")) {
         assert!(GemmType::of(symbol).is_some(), "{symbol}");
     }

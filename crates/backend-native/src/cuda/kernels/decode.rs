@@ -489,10 +489,8 @@ mod tests {
 
     #[test]
     fn the_rust_constants_match_the_kernel() {
-        let source = crate::cuda::compile::SOURCES
-            .iter()
-            .find(|s| s.family == "decode_attention")
-            .expect("the decode attention family");
+        let source =
+            crate::cuda::compile::family("decode_attention").expect("the decode attention family");
         for (name, value) in [
             ("DA_THREADS", THREADS as usize),
             ("DA_WARPS", WARPS),

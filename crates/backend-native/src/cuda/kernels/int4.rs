@@ -237,9 +237,7 @@ mod tests {
 
     #[test]
     fn the_round_constant_matches_the_kernel() {
-        let source = crate::cuda::compile::SOURCES
-            .iter()
-            .find(|s| s.family == "int4_decode")
+        let source = crate::cuda::compile::family("int4_decode")
             .map(|s| s.code)
             .unwrap_or_default();
         let line = format!("#define I4D_LOADS {}\n", super::I4D_LOADS);

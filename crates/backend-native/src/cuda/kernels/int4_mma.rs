@@ -90,7 +90,7 @@ impl Ops<'_> {
 #[cfg(test)]
 mod tests {
     use super::{LinearShape, QUAD, ROUND, ROWS, WARPS, stage_bytes};
-    use crate::cuda::compile::SOURCES;
+    use crate::cuda::compile::family;
 
     fn split(n: usize, k: usize) -> usize {
         LinearShape::one_row(n, k, -1).int4_mma_split()
@@ -130,11 +130,7 @@ mod tests {
 
     #[test]
     fn the_constants_match_the_kernel() {
-        let source = SOURCES
-            .iter()
-            .find(|s| s.family == "int4_mma")
-            .map(|s| s.code)
-            .unwrap_or_default();
+        let source = family("int4_mma").map(|s| s.code).unwrap_or_default();
         for line in [
             format!("#define I4M_WARPS {WARPS}\n"),
             format!("#define I4M_ROUND {ROUND}\n"),

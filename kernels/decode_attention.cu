@@ -52,7 +52,7 @@
 
 #define DA_THREADS 256
 #define DA_WARPS 8
-#define DA_HEADS 8          // query heads per block at most (da_heads)
+#define DA_HEADS 4          // query heads per block at most (da_heads)
 #define DA_KEYS 4           // keys per warp per pass
 #define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
 #define DA_GROUP 8          // splits per merge group (the cluster width)

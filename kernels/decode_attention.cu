@@ -52,7 +52,7 @@
 
 #define DA_THREADS 256
 #define DA_WARPS 8
-#define DA_HEADS 4          // query heads per block at most (da_heads)
+#define DA_HEADS 2          // query heads per block at most (da_heads)
 #define DA_KEYS 4           // keys per warp per pass
 #define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
 #define DA_GROUP 8          // splits per merge group (the cluster width)
@@ -60,7 +60,9 @@
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
 #define DA_VALUES 1024      // query heads per block * head size at most
-#define DA_PW (DA_PASS + DA_HEADS)  // per warp: the tile's pair weights, then per-head alphas
+// Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
+// weights are read as float4).
+#define DA_PW ((DA_PASS + DA_HEADS + 3) / 4 * 4)
 
 // Query heads one block serves (mirrored by `decode_heads` in kernels/decode.rs): two float4
 // units per lane past head size 128 halve them, keeping q and the accumulators in registers.

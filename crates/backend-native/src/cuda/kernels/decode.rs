@@ -15,7 +15,7 @@ pub(crate) const MAX_SPLITS: usize = 64;
 /// Passes per split while the splits number at most [`MAX_SPLITS`] (`DA_STAGED`).
 const STAGED: usize = 2;
 /// Query heads one block serves at most (`DA_HEADS`).
-const HEADS: usize = 4;
+const HEADS: usize = 2;
 /// Threads per block (`DA_THREADS`).
 const THREADS: u32 = 256;
 /// Floats of one warp's ring slot per head-size value: 4 keys and 4 values (`da_issue`).
@@ -448,11 +448,11 @@ mod tests {
             kv_heads,
             head_size,
         };
-        assert_eq!(d(12, 2, 128).rows(), 4); // 6 query heads per KV head: two slices
-        assert_eq!(d(32, 2, 128).rows(), 8); // 16 query heads per KV head: four slices
-        assert_eq!(d(28, 4, 128).rows(), 8);
-        assert_eq!(d(12, 2, 256).rows(), 6); // 2 heads per block past head size 128
-        assert_eq!(d(14, 2, 132).rows(), 8);
+        assert_eq!(d(12, 2, 128).rows(), 6); // 6 query heads per KV head: three slices
+        assert_eq!(d(32, 2, 128).rows(), 16); // 16 query heads per KV head: eight slices
+        assert_eq!(d(28, 4, 128).rows(), 16);
+        assert_eq!(d(12, 2, 256).rows(), 12); // 1 head per block past head size 128
+        assert_eq!(d(14, 2, 132).rows(), 14);
         assert!(d(12, 2, 128).supported());
         assert!(!d(12, 2, 18).supported()); // rows not 16-byte multiples
         assert!(!d(12, 5, 128).supported());

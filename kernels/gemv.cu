@@ -131,6 +131,15 @@ extern "C" __global__ void __launch_bounds__(256)
 // row or x is not 16-byte aligned), so the bits depend on (k, n) and the values only.
 
 // DEC_WARPS, DEC_COLS, load_stream16 and the epilogue (decode_reduce_store): prelude.cuh.
+// DEC_BOUNDS: the one-row kernels' launch bounds; a tuning run may define DEC_MIN_BLOCKS
+// (GENAI_BRIDGE_NVRTC_DEFINES) to make the compiler leave room for that many blocks per SM.
+// None of 64, 80 or 48 registers (8, 1, 10) beat the default 68 on the H200 (CUDA_NOTES,
+// round 9); the wave-aware split follows the resident blocks, so the outputs change with it.
+#ifdef DEC_MIN_BLOCKS
+#define DEC_BOUNDS __launch_bounds__(128, DEC_MIN_BLOCKS)
+#else
+#define DEC_BOUNDS __launch_bounds__(128)
+#endif
 
 // The raw bytes of the 8-value unit at column c of a weight row (zero past k).
 template <typename W>
@@ -236,19 +245,19 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
     decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
     gemv_decode_body<float, 0>(w, x, bias, y, n, k, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
     gemv_decode_body<u16, 1>(w, x, bias, y, n, k, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void DEC_BOUNDS
     gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
     gemv_decode_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);

@@ -154,9 +154,32 @@ pub fn full_source(source: &Source) -> String {
     )
 }
 
+/// Environment variable: extra preprocessor definitions for every kernel family, as
+/// `NAME=VALUE` words separated by commas or spaces (for tuning experiments, e.g.
+/// `DEC_MIN_BLOCKS=10`). Words that are not a C identifier, `=` and a plain alphanumeric value
+/// are ignored. They enter the cache key like every option.
+pub const DEFINES_ENV: &str = "GENAI_BRIDGE_NVRTC_DEFINES";
+
+fn defines(list: &str) -> Vec<String> {
+    let ident = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    list.split([',', ' '])
+        .filter_map(|word| word.split_once('='))
+        .filter(|(name, value)| {
+            ident(name) && !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+        .map(|(name, value)| format!("-D{name}={value}"))
+        .collect()
+}
+
 fn options(arch: &str) -> Vec<String> {
     let mut all = vec![format!("--gpu-architecture={arch}")];
     all.extend(OPTIONS.iter().map(|s| s.to_string()));
+    all.extend(defines(&std::env::var(DEFINES_ENV).unwrap_or_default()));
     all
 }
 
@@ -325,6 +348,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_well_formed_definitions_become_options() {
+        assert_eq!(
+            defines("DEC_MIN_BLOCKS=10, X_1=2 bad =3 9A=1 Y=a;b Z= W=ok"),
+            vec!["-DDEC_MIN_BLOCKS=10", "-DX_1=2", "-DW=ok"]
+        );
+        assert!(defines("").is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
-use crate::cuda::model::{DevLayer, DevModel};
+use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::QuantScratch;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
@@ -242,15 +242,13 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         model.embedding_scale,
         act,
     )?;
-    // The residual still to be added to x before the next norm (none before the first).
-    let mut pending: DevPtr = 0;
-    for (layer, (kc, vc)) in model.layers.iter().zip(&b.kv) {
-        let n = &layer.attn_norm;
+    // x += delta (when given), then normed = norm(x), over the m hidden rows.
+    let residual_norm = |n: &DevNorm, delta: DevPtr| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
         ops.skip_norm(
             b.x.ptr,
-            pending,
+            delta,
             w,
             bias,
             b.normed.ptr,
@@ -259,40 +257,18 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             n.rms,
             true,
             act,
-        )?;
+        )
+    };
+    // The residual still to be added to x before the next norm (none before the first).
+    let mut pending: DevPtr = 0;
+    for (layer, (kc, vc)) in model.layers.iter().zip(&b.kv) {
+        residual_norm(&layer.attn_norm, pending)?;
         attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
-        let n = &layer.mlp_norm;
-        let (w, bias) = (n.weight.ptr, n.bias_ptr());
-        ops.skip_norm(
-            b.x.ptr,
-            b.delta.ptr,
-            w,
-            bias,
-            b.normed.ptr,
-            rows,
-            n.eps,
-            n.rms,
-            true,
-            act,
-        )?;
+        residual_norm(&layer.mlp_norm, b.delta.ptr)?;
         mlp_block(ops, layer, b, m, scratch)?;
         pending = b.delta.ptr;
     }
-    let n = &model.final_norm;
-    let rows = (m, hidden, 1, hidden);
-    let (w, bias) = (n.weight.ptr, n.bias_ptr());
-    ops.skip_norm(
-        b.x.ptr,
-        pending,
-        w,
-        bias,
-        b.normed.ptr,
-        rows,
-        n.eps,
-        n.rms,
-        true,
-        act,
-    )?;
+    residual_norm(&model.final_norm, pending)?;
     let last = b.normed.at((m - 1) * hidden)?;
     model.lm_head.run(
         ops,

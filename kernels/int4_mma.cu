@@ -23,6 +23,11 @@
 // the split warps in warp order: the bits depend on (k, n, block) and the values only.
 
 #define I4M_WARPS 8
+// Blocks per SM the launch bounds leave registers for (96 registers at 2; a tuning run may
+// define 3: 80 registers with 132 bytes of spill stores; GENAI_BRIDGE_NVRTC_DEFINES).
+#ifndef I4M_MIN_BLOCKS
+#define I4M_MIN_BLOCKS 2
+#endif
 // Chunks per row a lane loads per round (two rows: 128 bytes of weights in flight per lane).
 #define I4M_ROUND 4
 
@@ -119,7 +124,7 @@ __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const float
     }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, 2)
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp, const float* x,
                          const float* bias, float* y, int n, int k, int bs, int split, int glu,
                          int act) {

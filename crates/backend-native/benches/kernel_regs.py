@@ -17,32 +17,44 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def compile_log(nvrtc, family: str, arch: str) -> tuple[int, str]:
-    prelude = (ROOT / "kernels" / "prelude.cuh").read_text()
-    code = f'{prelude}\n#line 1 "{family}.cu"\n' + (ROOT / "kernels" / f"{family}.cu").read_text()
+def nvrtc_compile(nvrtc, family: str, arch: str, extra: list[bytes], root: Path = ROOT):
+    """Compiles one family as the decoder does (the prelude, then the source; C++17) plus the
+    `extra` options: (NVRTC's status, its log, the cubin or b"" when the compile failed)."""
+    prelude = (root / "kernels" / "prelude.cuh").read_text()
+    code = f'{prelude}\n#line 1 "{family}.cu"\n' + (root / "kernels" / f"{family}.cu").read_text()
     prog = ctypes.c_void_p()
     if nvrtc.nvrtcCreateProgram(ctypes.byref(prog), code.encode(), f"{family}.cu".encode(), 0, None, None):
-        return 1, "nvrtcCreateProgram failed"
-    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", b"--ptxas-options=-v"]
+        return 1, "nvrtcCreateProgram failed", b""
+    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", *extra]
     rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     size = ctypes.c_size_t()
     nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     buf = ctypes.create_string_buffer(size.value)
     nvrtc.nvrtcGetProgramLog(prog, buf)
+    cubin = b""
+    if not rc:
+        nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        out = ctypes.create_string_buffer(size.value)
+        nvrtc.nvrtcGetCUBIN(prog, out)
+        cubin = out.raw
     nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
-    return rc, buf.value.decode(errors="replace")
+    return rc, buf.value.decode(errors="replace"), cubin
+
+
+def open_nvrtc(argv: list[str]):
+    """(the NVRTC library in argv[1], the architecture argv[2] (sm_90), the filter argv[3] (""))."""
+    nvrtc = ctypes.CDLL(str(Path(argv[1]) / "libnvrtc.so.13"))
+    return nvrtc, argv[2] if len(argv) > 2 else "sm_90", argv[3] if len(argv) > 3 else ""
 
 
 def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    nvrtc = ctypes.CDLL(str(Path(sys.argv[1]) / "libnvrtc.so.13"))
-    arch = sys.argv[2] if len(sys.argv) > 2 else "sm_90"
-    only = sys.argv[3] if len(sys.argv) > 3 else ""
+    nvrtc, arch, only = open_nvrtc(sys.argv)
     failed = 0
     for path in sorted((ROOT / "kernels").glob("*.cu")):
-        rc, log = compile_log(nvrtc, path.stem, arch)
+        rc, log, _ = nvrtc_compile(nvrtc, path.stem, arch, [b"--ptxas-options=-v"])
         if rc:
             failed += 1
             print(f"{path.stem}: compile failed\n{log[:2000]}")

@@ -12,35 +12,21 @@ With OTHER_ROOT (e.g. `git worktree add DIR REV`), each kernel of both trees is 
 instruction by instruction (16 bytes each on sm_90): "same", or how many instructions differ
 (a register renamed by the allocator shows up as a few differing instructions of equal count).
 """
-import ctypes
 import hashlib
 import struct
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_regs import ROOT, nvrtc_compile, open_nvrtc  # noqa: E402
 
 
 def cubin(nvrtc, root: Path, family: str, arch: str) -> bytes:
-    prelude = (root / "kernels" / "prelude.cuh").read_text()
-    code = f'{prelude}\n#line 1 "{family}.cu"\n' + (root / "kernels" / f"{family}.cu").read_text()
-    prog = ctypes.c_void_p()
-    if nvrtc.nvrtcCreateProgram(ctypes.byref(prog), code.encode(), f"{family}.cu".encode(), 0, None, None):
-        raise RuntimeError("nvrtcCreateProgram failed")
-    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17"]
-    rc = nvrtc.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    """The family's cubin as the decoder compiles it (no line info)."""
+    rc, log, code = nvrtc_compile(nvrtc, family, arch, [], root)
     if rc:
-        size = ctypes.c_size_t()
-        nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError(f"{family}: compile failed\n{log.value.decode(errors='replace')[:2000]}")
-    size = ctypes.c_size_t()
-    nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-    out = ctypes.create_string_buffer(size.value)
-    nvrtc.nvrtcGetCUBIN(prog, out)
-    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
-    return out.raw
+        raise RuntimeError(f"{family}: compile failed\n{log[:2000]}")
+    return code
 
 
 def text_sections(elf: bytes) -> dict[str, bytes]:
@@ -68,10 +54,8 @@ def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    nvrtc = ctypes.CDLL(str(Path(sys.argv[1]) / "libnvrtc.so.13"))
-    arch = sys.argv[2] if len(sys.argv) > 2 else "sm_90"
-    only = sys.argv[3] if len(sys.argv) > 3 else ""
-    root = Path(sys.argv[4]) if len(sys.argv) > 4 else HERE
+    nvrtc, arch, only = open_nvrtc(sys.argv)
+    root = Path(sys.argv[4]) if len(sys.argv) > 4 else ROOT
     other = Path(sys.argv[5]) if len(sys.argv) > 5 else None
     for path in sorted((root / "kernels").glob("*.cu")):
         mine = text_sections(cubin(nvrtc, root, path.stem, arch))

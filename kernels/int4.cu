@@ -33,6 +33,53 @@ __device__ __forceinline__ void int4_chunk(const u8* row, int ch, int words, boo
     }
 }
 
+// What a warp of the multi-row bodies works on: its column (0 past n, with `valid` false),
+// its part of the column's chunks, the block's first row and rows, and the packed row.
+struct Int4Warp {
+    int col, part, r0, rows, nb, kp, words, chunks;
+    bool valid, vec;
+    const u8* row;
+};
+
+__device__ __forceinline__ Int4Warp int4_warp(const u8* packed, int n, int k, int m, int bs,
+                                              int split, int R) {
+    Int4Warp w;
+    int warp = threadIdx.x >> 5;
+    w.col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
+    w.part = warp % split;
+    w.r0 = blockIdx.y * R;
+    w.valid = w.col < n;
+    w.rows = min(R, m - w.r0);
+    w.nb = (k + bs - 1) / bs;
+    w.kp = w.nb * bs;
+    w.words = w.kp / 8;
+    w.chunks = (w.words + 3) / 4;
+    w.col = w.valid ? w.col : 0;
+    w.row = packed + (size_t)w.col * w.nb * (bs / 2);
+    w.vec = ((w.kp / 2) % 16) == 0 && (((size_t)packed & 15) == 0);
+    return w;
+}
+
+// The INT4_LOADS chunks of one iteration from c0 (stride apart): packed words, the scales and
+// zero points (Z: float or int; absent zero points are 8) of the two 16-value halves' blocks.
+template <typename ZP, typename Z>
+__device__ __forceinline__ void int4_fetch(const Int4Warp& w, int c0, int stride, int bs,
+                                           const float* sc, const ZP* zr,
+                                           u32 (&wq)[INT4_LOADS][4], float (&s)[INT4_LOADS][2],
+                                           Z (&z)[INT4_LOADS][2], int2 (&b)[INT4_LOADS]) {
+#pragma unroll
+    for (int j = 0; j < INT4_LOADS; j++) {
+        int ch = c0 + j * stride;
+        if (ch >= w.chunks) break;
+        b[j] = make_int2(ch * 32 / bs, min(ch * 32 + 16, w.kp - 1) / bs);
+        int4_chunk(w.row, ch, w.words, w.vec, wq[j]);
+        s[j][0] = sc[b[j].x];
+        s[j][1] = sc[b[j].y];
+        z[j][0] = zr ? (Z)zr[b[j].x] : (Z)8;
+        z[j][1] = zr ? (Z)zr[b[j].y] : (Z)8;
+    }
+}
+
 template <int R>
 __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
                                          const float* __restrict__ scales,
@@ -43,48 +90,32 @@ __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
                                          int act) {
     extern __shared__ float4 int4_stage4[];
     float* xs = (float*)int4_stage4;
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
-    int part = warp % split;
-    int r0 = blockIdx.y * R;
-    bool valid = col < n;
-    int rows = min(R, m - r0);
-    int nb = (k + bs - 1) / bs, kp = nb * bs;
-    int words = kp / 8, chunks = (words + 3) / 4;
-    col = valid ? col : 0;
-    const u8* row = packed + (size_t)col * nb * (bs / 2);
-    bool vec = ((kp / 2) % 16) == 0 && (((size_t)packed & 15) == 0);
-    const float* xr = x + (size_t)r0 * ldx;
+    int lane = threadIdx.x & 31;
+    Int4Warp w = int4_warp(packed, n, k, m, bs, split, R);
+    int rows = w.rows, kp = w.kp, nb = w.nb;
+    const float* xr = x + (size_t)w.r0 * ldx;
     bool xvec = (ldx % 4) == 0 && (((size_t)x & 15) == 0);
     bool staged = stage_rows(xs, kp, xr, ldx, k, rows, R, xvec);
-    const float* sc = scales + (size_t)col * nb;
-    const float* zr = zp ? zp + (size_t)col * nb : 0;
+    const float* sc = scales + (size_t)w.col * nb;
+    const float* zr = zp ? zp + (size_t)w.col * nb : 0;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
     const int stride = 32 * split;
-    for (int c0 = valid ? part * 32 + lane : chunks; c0 < chunks; c0 += INT4_LOADS * stride) {
+    for (int c0 = w.valid ? w.part * 32 + lane : w.chunks; c0 < w.chunks;
+         c0 += INT4_LOADS * stride) {
         u32 wq[INT4_LOADS][4];
         float s[INT4_LOADS][2], z[INT4_LOADS][2];
+        int2 b[INT4_LOADS];
+        int4_fetch(w, c0, stride, bs, sc, zr, wq, s, z, b);
 #pragma unroll
         for (int j = 0; j < INT4_LOADS; j++) {
             int ch = c0 + j * stride;
-            if (ch >= chunks) break;
-            int2 b = make_int2(ch * 32 / bs, min(ch * 32 + 16, kp - 1) / bs);
-            int4_chunk(row, ch, words, vec, wq[j]);
-            s[j][0] = sc[b.x];
-            s[j][1] = sc[b.y];
-            z[j][0] = zr ? zr[b.x] : 8.0f;
-            z[j][1] = zr ? zr[b.y] : 8.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < INT4_LOADS; j++) {
-            int ch = c0 + j * stride;
-            if (ch >= chunks) break;
+            if (ch >= w.chunks) break;
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 int word = ch * 4 + i;
-                if (word >= words) break;
+                if (word >= w.words) break;
                 float wv[8];
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -101,7 +132,7 @@ __device__ __forceinline__ void int4_f32_body(const u8* __restrict__ packed,
             }
         }
     }
-    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
+    split_reduce_store(acc, rows, split, w.valid, bias, w.col, act, y, ldy, w.r0, glu);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __restrict__ packed,
@@ -173,17 +204,9 @@ __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
                                         int ldy, int n, int k, int m, int bs, int split, int glu,
                                         int act) {
     extern __shared__ float4 int8_stage4[];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int col = blockIdx.x * (GEMV_WARPS / split) + warp / split;
-    int part = warp % split;
-    int r0 = blockIdx.y * R;
-    bool valid = col < n;
-    int rows = min(R, m - r0);
-    int nb = (k + bs - 1) / bs, kp = nb * bs;
-    int words = kp / 8, chunks = (words + 3) / 4;
-    col = valid ? col : 0;
-    const u8* row = packed + (size_t)col * nb * (bs / 2);
-    bool vec = ((kp / 2) % 16) == 0 && (((size_t)packed & 15) == 0);
+    int lane = threadIdx.x & 31;
+    Int4Warp w = int4_warp(packed, n, k, m, bs, split, R);
+    int rows = w.rows, kp = w.kp, nb = w.nb, r0 = w.r0;
     // Stage: R rows of block scales (nb floats each), then R rows of kp int8 values.
     size_t sa_bytes = ((size_t)R * nb * sizeof(float) + 15) / 16 * 16;
     bool staged = sa_bytes + (size_t)R * kp <= dynamic_smem_bytes();
@@ -217,39 +240,30 @@ __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
         qr = (const i8*)qs;
         sr = ss;
     }
-    const float* sc = scales + (size_t)col * nb;
-    const u8* zr = zp ? zp + (size_t)col * nb : 0;
+    const float* sc = scales + (size_t)w.col * nb;
+    const u8* zr = zp ? zp + (size_t)w.col * nb : 0;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
     const int stride = 32 * split;
-    for (int c0 = valid ? part * 32 + lane : chunks; c0 < chunks; c0 += INT4_LOADS * stride) {
+    for (int c0 = w.valid ? w.part * 32 + lane : w.chunks; c0 < w.chunks;
+         c0 += INT4_LOADS * stride) {
         u32 wq[INT4_LOADS][4];
         float s[INT4_LOADS][2];
         int z[INT4_LOADS][2];
         int2 b[INT4_LOADS];
+        int4_fetch(w, c0, stride, bs, sc, zr, wq, s, z, b);
 #pragma unroll
         for (int j = 0; j < INT4_LOADS; j++) {
             int ch = c0 + j * stride;
-            if (ch >= chunks) break;
-            b[j] = make_int2(ch * 32 / bs, min(ch * 32 + 16, kp - 1) / bs);
-            int4_chunk(row, ch, words, vec, wq[j]);
-            s[j][0] = sc[b[j].x];
-            s[j][1] = sc[b[j].y];
-            z[j][0] = zr ? (int)zr[b[j].x] : 8;
-            z[j][1] = zr ? (int)zr[b[j].y] : 8;
-        }
-#pragma unroll
-        for (int j = 0; j < INT4_LOADS; j++) {
-            int ch = c0 + j * stride;
-            if (ch >= chunks) break;
+            if (ch >= w.chunks) break;
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 if (r >= rows) break;
                 // Words past the row (a half chunk at block size 16) are never read.
                 const uint2* a = (const uint2*)(qr + (size_t)r * kp + (size_t)ch * 32);
                 int d0 = dot_word(wq[j][0], a[0], z[j][0]) + dot_word(wq[j][1], a[1], z[j][0]);
-                bool second = ch * 4 + 2 < words;
+                bool second = ch * 4 + 2 < w.words;
                 int d1 = 0;
                 if (second)
                     d1 = dot_word(wq[j][2], a[2], z[j][1]) + dot_word(wq[j][3], a[3], z[j][1]);
@@ -263,7 +277,7 @@ __device__ __forceinline__ void int4_i8_body(const u8* __restrict__ packed,
             }
         }
     }
-    split_reduce_store(acc, rows, split, valid, bias, col, act, y, ldy, r0, glu);
+    split_reduce_store(acc, rows, split, w.valid, bias, w.col, act, y, ldy, r0, glu);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restrict__ packed,

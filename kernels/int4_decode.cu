@@ -123,6 +123,27 @@ __device__ __forceinline__ u32 i4d_word(const uint4& q, int i) {
     return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
 
+// The walk both one-row int4 kernels share: a warp's chunks of its column pair, I4D_LOADS
+// chunks a round with every load of the round issued first (the first round before the PDL
+// wait: weights only), then `chunk(ch, w, l)` for each chunk l of the round in order.
+template <typename ZP, typename Z, typename Chunk>
+__device__ __forceinline__ void i4d_walk(const I4Rows<ZP>& r, int bs, Chunk chunk) {
+    I4Chunk<Z> w[DEC_COLS][I4D_LOADS];
+    pdl_trigger();
+    int c0 = r.first;
+    i4d_fetch_all(r, c0, bs, w);
+    pdl_wait();
+    for (; c0 < r.chunks; c0 += I4D_LOADS * r.stride) {
+        if (c0 != r.first) i4d_fetch_all(r, c0, bs, w);
+#pragma unroll
+        for (int l = 0; l < I4D_LOADS; l++) {
+            int ch = c0 + l * r.stride;
+            if (ch >= r.chunks) break;
+            chunk(ch, w, l);
+        }
+    }
+}
+
 __device__ __forceinline__ void int4_decode_f32_body(const u8* __restrict__ packed,
                                                      const float* __restrict__ scales,
                                                      const float* __restrict__ zp,
@@ -135,39 +156,27 @@ __device__ __forceinline__ void int4_decode_f32_body(const u8* __restrict__ pack
     float acc[DEC_COLS];
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
-    I4Chunk<float> w[DEC_COLS][I4D_LOADS];
-    // The first loads read weights only: they go out before waiting for the kernel that
-    // writes x (programmatic dependent launch; see pdl_enter in prelude.cuh).
-    pdl_trigger();
-    int c0 = r.first;
-    i4d_fetch_all(r, c0, bs, w);
-    pdl_wait();
-    for (; c0 < r.chunks; c0 += I4D_LOADS * r.stride) {
-        if (c0 != r.first) i4d_fetch_all(r, c0, bs, w);
+    // x is read only after the wait (it is written by the kernel before).
+    i4d_walk<float, float>(r, bs, [&](int ch, const I4Chunk<float> (&w)[DEC_COLS][I4D_LOADS], int l) {
 #pragma unroll
-        for (int l = 0; l < I4D_LOADS; l++) {
-            int ch = c0 + l * r.stride;
-            if (ch >= r.chunks) break;
+        for (int i = 0; i < 4; i++) {
+            int word = ch * 4 + i;
+            if (word >= r.words) break;  // the half chunk at the end (block size 16)
+            float xv[8];
+            x_unit(nullptr, 0, x, 0, 0, word * 8, k, false, xvec, xv);
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int word = ch * 4 + i;
-                if (word >= r.words) break;  // the half chunk at the end (block size 16)
-                float xv[8];
-                x_unit(nullptr, 0, x, 0, 0, word * 8, k, false, xvec, xv);
+            for (int j = 0; j < DEC_COLS; j++) {
+                if (!r.valid[j]) continue;
+                u32 q = i4d_word(w[j][l].q, i);
+                float s = w[j][l].s[i >> 1], z = w[j][l].z[i >> 1];
 #pragma unroll
-                for (int j = 0; j < DEC_COLS; j++) {
-                    if (!r.valid[j]) continue;
-                    u32 q = i4d_word(w[j][l].q, i);
-                    float s = w[j][l].s[i >> 1], z = w[j][l].z[i >> 1];
-#pragma unroll
-                    for (int e = 0; e < 8; e++) {
-                        float wv = ((float)((q >> (4 * e)) & 15u) - z) * s;
-                        acc[j] = fmaf(wv, xv[e], acc[j]);
-                    }
+                for (int e = 0; e < 8; e++) {
+                    float wv = ((float)((q >> (4 * e)) & 15u) - z) * s;
+                    acc[j] = fmaf(wv, xv[e], acc[j]);
                 }
             }
         }
-    }
+    });
     decode_reduce_store(acc, r.valid, r.col0, split, bias, y, glu, act);
 }
 
@@ -216,43 +225,31 @@ __device__ __forceinline__ void int4_decode_i8_body(const u8* __restrict__ packe
     float acc[DEC_COLS];
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
-    I4Chunk<int> w[DEC_COLS][I4D_LOADS];
-    // Weights only before the wait: qa and sa are written by quantize_blocks_f32.
-    pdl_trigger();
-    int c0 = r.first;
-    i4d_fetch_all(r, c0, bs, w);
-    pdl_wait();
-    for (; c0 < r.chunks; c0 += I4D_LOADS * r.stride) {
-        if (c0 != r.first) i4d_fetch_all(r, c0, bs, w);
+    // qa and sa are written by quantize_blocks_f32: read only after the wait.
+    i4d_walk<u8, int>(r, bs, [&](int ch, const I4Chunk<int> (&w)[DEC_COLS][I4D_LOADS], int l) {
+        // Words 2-3 are past the row in the half chunk at the end (block size 16): their
+        // activations are never read.
+        bool second = ch * 4 + 2 < r.words;
+        uint4 a0 = i4d_acts(qa + (size_t)ch * 32, qvec);
+        uint4 a1 = second ? i4d_acts(qa + (size_t)ch * 32 + 16, qvec) : make_uint4(0, 0, 0, 0);
+        int b0 = ch * 32 / bs, b1 = min(ch * 32 + 16, r.kp - 1) / bs;
+        float sa0 = sa[b0], sa1 = bs == 16 && second ? sa[b1] : sa0;
+        int sum0 = i4d_sum16(a0), sum1 = i4d_sum16(a1);
 #pragma unroll
-        for (int l = 0; l < I4D_LOADS; l++) {
-            int ch = c0 + l * r.stride;
-            if (ch >= r.chunks) break;
-            // Words 2-3 are past the row in the half chunk at the end (block size 16): their
-            // activations are never read.
-            bool second = ch * 4 + 2 < r.words;
-            uint4 a0 = i4d_acts(qa + (size_t)ch * 32, qvec);
-            uint4 a1 = second ? i4d_acts(qa + (size_t)ch * 32 + 16, qvec) : make_uint4(0, 0, 0, 0);
-            int b0 = ch * 32 / bs, b1 = min(ch * 32 + 16, r.kp - 1) / bs;
-            float sa0 = sa[b0], sa1 = bs == 16 && second ? sa[b1] : sa0;
-            int sum0 = i4d_sum16(a0), sum1 = i4d_sum16(a1);
-#pragma unroll
-            for (int j = 0; j < DEC_COLS; j++) {
-                if (!r.valid[j]) continue;
-                const I4Chunk<int>& c = w[j][l];
-                int d0 = i4d_dot8(c.q.y, a0.z, a0.w) + i4d_dot8(c.q.x, a0.x, a0.y);
-                d0 -= c.z[0] * sum0;
-                int d1 = i4d_dot8(c.q.w, a1.z, a1.w) + i4d_dot8(c.q.z, a1.x, a1.y);
-                d1 -= c.z[1] * sum1;  // zero in a half chunk: its words and activations are 0
-                if (bs == 16) {
-                    acc[j] = fmaf((float)d0, c.s[0] * sa0, acc[j]);
-                    if (second) acc[j] = fmaf((float)d1, c.s[1] * sa1, acc[j]);
-                } else {
-                    acc[j] = fmaf((float)(d0 + d1), c.s[0] * sa0, acc[j]);
-                }
+        for (int j = 0; j < DEC_COLS; j++) {
+            if (!r.valid[j]) continue;
+            int d0 = i4d_dot8(w[j][l].q.y, a0.z, a0.w) + i4d_dot8(w[j][l].q.x, a0.x, a0.y);
+            d0 -= w[j][l].z[0] * sum0;
+            int d1 = i4d_dot8(w[j][l].q.w, a1.z, a1.w) + i4d_dot8(w[j][l].q.z, a1.x, a1.y);
+            d1 -= w[j][l].z[1] * sum1;  // zero in a half chunk: its words and activations are 0
+            if (bs == 16) {
+                acc[j] = fmaf((float)d0, w[j][l].s[0] * sa0, acc[j]);
+                if (second) acc[j] = fmaf((float)d1, w[j][l].s[1] * sa1, acc[j]);
+            } else {
+                acc[j] = fmaf((float)(d0 + d1), w[j][l].s[0] * sa0, acc[j]);
             }
         }
-    }
+    });
     decode_reduce_store(acc, r.valid, r.col0, split, bias, y, glu, act);
 }
 

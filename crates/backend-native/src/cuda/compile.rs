@@ -389,22 +389,29 @@ mod tests {
         None
     }
 
+    /// Whether `code` calls pdl_enter or pdl_wait itself or through the `*_body` / `*_walk`
+    /// functions of `family` it calls (`depth` levels down).
+    fn waits(family: &str, code: &str, depth: usize) -> bool {
+        if code.contains("pdl_enter();") || code.contains("pdl_wait();") {
+            return true;
+        }
+        depth > 0
+            && code
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| w.ends_with("_body") || w.ends_with("_walk"))
+                .any(|callee| body(family, callee).is_some_and(|b| waits(family, b, depth - 1)))
+    }
+
     /// Kernels are launched as programmatic dependent launches on sm_90: each must wait for the
-    /// kernel before it (pdl_enter or pdl_wait, itself or in the `*_body` it calls) or it could
-    /// read activations that are not written yet.
+    /// kernel before it (pdl_enter or pdl_wait, itself or in the `*_body` / `*_walk` it calls)
+    /// or it could read activations that are not written yet.
     #[test]
     fn every_kernel_waits_for_the_kernel_before_it() {
         for source in SOURCES {
             for symbol in source.symbols {
-                let code = source.code;
-                let own = body(code, symbol).unwrap_or_else(|| panic!("{symbol}: no body"));
-                let waits = |b: &str| b.contains("pdl_enter();") || b.contains("pdl_wait();");
-                let through_body = own
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .filter(|w| w.ends_with("_body"))
-                    .any(|callee| body(code, callee).is_some_and(waits));
+                let own = body(source.code, symbol).unwrap_or_else(|| panic!("{symbol}: no body"));
                 assert!(
-                    waits(own) || through_body,
+                    waits(source.code, own, 3),
                     "{symbol} ({}.cu) never calls pdl_enter/pdl_wait",
                     source.family
                 );
@@ -417,5 +424,18 @@ mod tests {
         let code = "extern \"C\" __global__ void k(int* x) { if (x) { x[0] = 1; } }";
         let b = body(code, "k").expect("body");
         assert!(b.contains("x[0] = 1;") && !b.contains("pdl_wait"));
+        assert!(!waits(code, b, 3));
+    }
+
+    #[test]
+    fn a_wait_two_calls_down_counts_and_a_missing_one_does_not() {
+        let code = "void w_walk(int a) { pdl_wait(); } void k_body(int a) { w_walk(a); } \
+                    void k(int a) { k_body(a); } void n_body(int a) { a++; } \
+                    void n(int a) { n_body(a); }";
+        let k = body(code, "k").expect("k");
+        assert!(waits(code, k, 3));
+        assert!(!waits(code, k, 1));
+        let n = body(code, "n").expect("n");
+        assert!(!waits(code, n, 3));
     }
 }

@@ -467,6 +467,17 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             else
                 cp_async_commit();
         }
+        // The rotation's cos and sin rows at p (a new row every step, so likely not in the L2
+        // yet; no kernel writes them): ask for their lines now, so the rotation after the wait
+        // does not wait for DRAM.
+        // A row is at most 128 floats: at most 5 lines of 128 bytes however it is aligned.
+        if (rotary_dim > 0 && tid < 10) {
+            const float* table = tid < 5 ? cos_cache : sin_cache;
+            size_t start = (size_t)(table + (size_t)p * (rotary_dim / 2));
+            size_t end = start + (size_t)(rotary_dim / 2) * sizeof(float);
+            size_t line = (start & ~(size_t)127) + 128 * (size_t)(tid % 5);
+            if (line < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+        }
         pdl_wait();
 
         // Rotated queries of the slice's heads; the new key and value when this split holds p.

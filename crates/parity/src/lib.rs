@@ -42,6 +42,11 @@ pub struct ParityReport {
     pub max_abs_logit_diff: f32,
     pub max_rel_logit_diff: f32,
     pub top1_agreement: f64,
+    /// Steps whose top-1 tokens differ, and the largest reference margin among them
+    /// ([`StepMetrics::top1_margin`]; 0 with none): a margin below `max_abs_logit_diff` says
+    /// every disagreement was a near-tie.
+    pub top1_disagreements: usize,
+    pub top1_max_margin: f32,
     pub top5_overlap: f64,
     pub kl_max: f64,
     pub kl_mean: f64,
@@ -191,6 +196,8 @@ fn summarize(
     let max_abs = steps.iter().map(|s| s.max_abs).fold(0.0, f32::max);
     let max_rel = steps.iter().map(|s| s.max_rel).fold(0.0, f32::max);
     let top1 = steps.iter().filter(|s| s.top1_equal).count() as f64 / n;
+    let disagreements = steps.iter().filter(|s| !s.top1_equal).count();
+    let max_margin = steps.iter().map(|s| s.top1_margin).fold(0.0, f32::max);
     let top5 = steps.iter().map(|s| s.top5_overlap).sum::<f64>() / n;
     let kl_max = steps.iter().map(|s| s.kl).fold(0.0, f64::max);
     let kl_mean = steps.iter().map(|s| s.kl).sum::<f64>() / n;
@@ -203,6 +210,8 @@ fn summarize(
         max_abs_logit_diff: max_abs,
         max_rel_logit_diff: max_rel,
         top1_agreement: top1,
+        top1_disagreements: disagreements,
+        top1_max_margin: max_margin,
         top5_overlap: top5,
         kl_max,
         kl_mean,

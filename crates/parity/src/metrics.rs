@@ -7,6 +7,10 @@ pub struct StepMetrics {
     /// max |a - b| / max(|a|, 1e-6) over the entries.
     pub max_rel: f32,
     pub top1_equal: bool,
+    /// a[top-1 of a] - a[top-1 of b]: how far apart the two picks are in the reference's own
+    /// logits (0 when they agree). A disagreement whose margin is within the logit error is a
+    /// near-tie that rounding flipped.
+    pub top1_margin: f32,
     /// |top5(a) ∩ top5(b)| / 5.
     pub top5_overlap: f64,
     /// KL(softmax(a) ‖ softmax(b)), in nats.
@@ -27,10 +31,15 @@ pub fn compare_logits(a: &[f32], b: &[f32]) -> StepMetrics {
     let top_b = top_k(b, 5);
     let overlap =
         top_a.iter().filter(|i| top_b.contains(i)).count() as f64 / top_a.len().max(1) as f64;
+    let margin = match (top_a.first(), top_b.first()) {
+        (Some(&i), Some(&j)) if i != j => a[i] - a[j],
+        _ => 0.0,
+    };
     StepMetrics {
         max_abs,
         max_rel,
         top1_equal: top_a.first() == top_b.first(),
+        top1_margin: margin,
         top5_overlap: overlap,
         kl: kl_divergence(a, b),
     }
@@ -84,6 +93,7 @@ mod tests {
     fn identical_logits_agree_perfectly() {
         let m = compare_logits(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]);
         assert_eq!((m.max_abs, m.top1_equal, m.top5_overlap), (0.0, true, 1.0));
+        assert_eq!(m.top1_margin, 0.0);
         assert!(m.kl.abs() < 1e-12);
     }
 
@@ -93,6 +103,8 @@ mod tests {
         assert_eq!(m.max_abs, 1.5);
         assert!((m.max_rel - 1.5).abs() < 1e-6);
         assert!(!m.top1_equal);
+        // The reference's pick (index 1, 2.0) against b's (index 2, 1.0 in the reference).
+        assert_eq!(m.top1_margin, 1.0);
         // KL of softmax([0,2,1,-1]) against softmax([0,1,2.5,-1]), computed by hand.
         let p: Vec<f64> = [0.0f64, 2.0, 1.0, -1.0].iter().map(|v| v.exp()).collect();
         let q: Vec<f64> = [0.0f64, 1.0, 2.5, -1.0].iter().map(|v| v.exp()).collect();

@@ -70,6 +70,12 @@ pub fn run(args: &ParityArgs) -> Result<ExitCode> {
             report.kl_max,
             report.kl_mean
         );
+        if report.top1_disagreements > 0 {
+            println!(
+                "  top-1 differs at {} step(s); the reference's margin between the two picks is at most {:.3e}",
+                report.top1_disagreements, report.top1_max_margin
+            );
+        }
         match &report.first_divergence {
             None => println!("  greedy sequences identical"),
             Some(d) => println!(

@@ -135,6 +135,16 @@ extern "C" __global__ void __launch_bounds__(256)
 // (GENAI_BRIDGE_NVRTC_DEFINES) to make the compiler leave room for that many blocks per SM.
 // None of 64, 80 or 48 registers (8, 1, 10) beat the default 68 on the H200 (CUDA_NOTES,
 // round 9); the wave-aware split follows the resident blocks, so the outputs change with it.
+// Two more tuning knobs for GENAI_BRIDGE_NVRTC_DEFINES (defaults: the measured best): DEC_UNITS,
+// 16-byte loads per column per lane in a round (4), and DEC_PIPE=1, a warp's next round of loads
+// issued before the current round's arithmetic (twice the load registers). Neither changes which
+// products a lane adds in which order.
+#ifndef DEC_UNITS
+#define DEC_UNITS 4
+#endif
+#ifndef DEC_PIPE
+#define DEC_PIPE 0
+#endif
 #ifdef DEC_MIN_BLOCKS
 #define DEC_BOUNDS __launch_bounds__(128, DEC_MIN_BLOCKS)
 #else
@@ -204,7 +214,7 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  float* __restrict__ y, int n, int k, int split,
                                                  int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
-    constexpr int L = 4 / H;          // units per column per lane per iteration (8 measured slower)
+    constexpr int L = DEC_UNITS / H;  // units per column per lane per iteration (8 measured slower)
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col0 = (blockIdx.x * (DEC_WARPS / split) + warp / split) * DEC_COLS;
     int part = warp % split;
@@ -230,7 +240,14 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
     fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
     pdl_wait();
     for (; u0 < units; u0 += L * stride) {
+#if DEC_PIPE
+        // The next round's loads go out before this round's arithmetic (units past the row are
+        // not loaded and never used).
+        uint4 next[DEC_COLS][L][H];
+        fetch_units<W, L, H>(wr, valid, u0 + L * stride, stride, units, k, vec, next);
+#else
         if (u0 != part * 32 + lane) fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
+#endif
 #pragma unroll
         for (int l = 0; l < L; l++) {
             int u = u0 + l * stride;
@@ -241,6 +258,14 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
             for (int j = 0; j < DEC_COLS; j++)
                 if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
         }
+#if DEC_PIPE
+#pragma unroll
+        for (int j = 0; j < DEC_COLS; j++)
+#pragma unroll
+            for (int l = 0; l < L; l++)
+#pragma unroll
+                for (int h = 0; h < H; h++) raw[j][l][h] = next[j][l][h];
+#endif
     }
     decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }

@@ -6,10 +6,14 @@ kernels/*.cu family is compiled by NVRTC for one architecture exactly as the dec
 usage (from the repository root):
     L=$(.ci/nvrtc.sh); LD_LIBRARY_PATH=$L python3 crates/backend-native/benches/kernel_regs.py $L [sm_90] [FILTER]
 
+Definitions in GENAI_BRIDGE_NVRTC_DEFINES (NAME=VALUE words) are passed as the decoder passes
+them, so a tuning variant's registers can be read before it runs.
+
 With the registers and the block size, blocks per SM follow (65,536 registers per SM on sm_90,
 allocated per warp in units of 256), hence how many waves a launch of a given grid takes.
 """
 import ctypes
+import os
 import re
 import sys
 from pathlib import Path
@@ -47,6 +51,14 @@ def open_nvrtc(argv: list[str]):
     return nvrtc, argv[2] if len(argv) > 2 else "sm_90", argv[3] if len(argv) > 3 else ""
 
 
+def env_defines() -> list[bytes]:
+    """-D options from GENAI_BRIDGE_NVRTC_DEFINES, with the decoder's rule (compile.rs `defines`):
+    words split on commas and spaces, kept when NAME is a C identifier and VALUE alphanumeric."""
+    words = re.split(r"[, ]", os.environ.get("GENAI_BRIDGE_NVRTC_DEFINES", ""))
+    keep = [w for w in words if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9]+", w)]
+    return [f"-D{w}".encode() for w in keep]
+
+
 def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
@@ -54,7 +66,7 @@ def main() -> int:
     nvrtc, arch, only = open_nvrtc(sys.argv)
     failed = 0
     for path in sorted((ROOT / "kernels").glob("*.cu")):
-        rc, log, _ = nvrtc_compile(nvrtc, path.stem, arch, [b"--ptxas-options=-v"])
+        rc, log, _ = nvrtc_compile(nvrtc, path.stem, arch, [b"--ptxas-options=-v", *env_defines()])
         if rc:
             failed += 1
             print(f"{path.stem}: compile failed\n{log[:2000]}")

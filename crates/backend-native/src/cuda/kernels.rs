@@ -427,7 +427,7 @@ impl LinearShape {
     }
 
     /// The grid of a one-row launch with `split` warps per column pair.
-    fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
+    pub(crate) fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
         let pairs_per_block = DEC_WARPS / split;
         let blocks = self.n.div_ceil(DEC_COLS).div_ceil(pairs_per_block);
         Ok((grid_dim("gemv columns", blocks)?, 1, 1))
@@ -649,33 +649,9 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let rule = self.k.decode_gemv;
-        if s.m == 1 && rule != DecodeGemv::Staged {
-            let name = decode_kernel(kind);
-            let f = self.k.get(name)?;
-            let split = match rule {
-                DecodeGemv::Waves => {
-                    let resident = self.k.resident.get(name).copied().unwrap_or(0);
-                    s.decode_split_waves(resident, s.decode_split())
-                }
-                _ => s.decode_split(),
-            };
-            let grid = s.decode_grid(split)?;
-            let split = int("split", split)?;
-            return launch!(
-                self,
-                f,
-                cfg(grid, 32 * DEC_WARPS as u32, 0),
-                &w,
-                &x,
-                &bias,
-                &y,
-                &n,
-                &k,
-                &split,
-                &s.glu,
-                &act
-            );
+        if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
+            let split = self.one_row_split(kind, &s);
+            return self.gemv_one_row(kind, w, x, bias, y, s, act, split);
         }
         let f = self
             .k
@@ -694,6 +670,57 @@ impl Ops<'_> {
             &n,
             &k,
             &m,
+            &split,
+            &s.glu,
+            &act
+        )
+    }
+
+    /// The split (warps per column pair) the decode rule gives a one-row dense launch of `kind`.
+    pub(crate) fn one_row_split(&self, kind: &'static str, s: &LinearShape) -> usize {
+        match self.k.decode_gemv {
+            DecodeGemv::Waves => {
+                let resident = self.k.resident.get(decode_kernel(kind)).copied();
+                s.decode_split_waves(resident.unwrap_or(0), s.decode_split())
+            }
+            _ => s.decode_split(),
+        }
+    }
+
+    /// One row of a dense linear through `gemv_decode_*` with `split` warps per column pair
+    /// (1, 2 or 4; [`Ops::one_row_split`] gives the rule's).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemv_one_row(
+        &self,
+        kind: &'static str,
+        w: DevPtr,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+        split: usize,
+    ) -> Result<(), Error> {
+        let (_, k, n, _, _, _) = s.check()?;
+        if s.m != 1 || !DEC_WARPS.is_multiple_of(split) {
+            return Err(Error::Invalid {
+                what: "one-row linear",
+                why: format!("{s:?} with split {split}"),
+            });
+        }
+        let f = self.k.get(decode_kernel(kind))?;
+        let grid = s.decode_grid(split)?;
+        let split = int("split", split)?;
+        launch!(
+            self,
+            f,
+            cfg(grid, 32 * DEC_WARPS as u32, 0),
+            &w,
+            &x,
+            &bias,
+            &y,
+            &n,
+            &k,
             &split,
             &s.glu,
             &act

@@ -1,0 +1,102 @@
+//! The one-row dense GEMVs alone on a GPU, per layer shape and split (see
+//! `genai_backend_native::cuda::gemv_timing`): one JSON line per (shape, split) on stdout.
+//!
+//! `cargo bench -p genai-backend-native --features cuda --bench cuda_gemv -- [MODEL,...]
+//! [--splits rule,1,2,4] [--reps N]` (models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b; default
+//! all). Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
+
+use genai_backend_native::cuda::gemv_timing::{GemvCase, model_cases, time_gemvs};
+use std::process::ExitCode;
+
+const MODELS: [&str; 3] = ["qwen2.5-0.5b", "qwen2.5-1.5b", "llama3-8b"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mut models: Vec<String> = Vec::new();
+    let mut splits = vec![None];
+    let mut reps = 20;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--splits" => {
+                let Some(list) = it.next() else {
+                    eprintln!("--splits needs a list such as rule,1,2,4");
+                    return ExitCode::FAILURE;
+                };
+                let parsed: Result<Vec<Option<usize>>, _> = list
+                    .split(',')
+                    .map(|s| {
+                        if s == "rule" {
+                            Ok(None)
+                        } else {
+                            s.parse().map(Some)
+                        }
+                    })
+                    .collect();
+                match parsed {
+                    Ok(p) => splits = p,
+                    Err(e) => {
+                        eprintln!("--splits {list}: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            "--reps" => match it.next().and_then(|r| r.parse().ok()) {
+                Some(r) => reps = r,
+                None => {
+                    eprintln!("--reps needs a count");
+                    return ExitCode::FAILURE;
+                }
+            },
+            other => models.extend(other.split(',').map(String::from)),
+        }
+    }
+    if models.is_empty() {
+        models = MODELS.iter().map(|m| m.to_string()).collect();
+    }
+    let mut cases: Vec<GemvCase> = Vec::new();
+    for m in &models {
+        match model_cases(m) {
+            Some(c) => cases.extend(c),
+            None => {
+                eprintln!("unknown model shape {m} (known: {})", MODELS.join(", "));
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if let Err(why) = genai_backend_native::cuda::probe() {
+        eprintln!("NOT RUN: cuda_gemv: no usable CUDA device: {why}");
+        return ExitCode::FAILURE;
+    }
+    let defines = std::env::var("GENAI_BRIDGE_NVRTC_DEFINES").unwrap_or_default();
+    match time_gemvs(0, &cases, &splits, reps) {
+        Ok(timings) => {
+            for t in timings {
+                println!(
+                    "{{\"case\":\"{}\",\"n\":{},\"k\":{},\"glu\":{},\"defines\":\"{}\",\"split\":{},\"rule_split\":{},\"blocks\":{},\"copies\":{},\"launches\":{},\"us_median\":{:.3},\"us_min\":{:.3},\"weight_gbs\":{:.1}}}",
+                    t.case.name,
+                    t.case.n,
+                    t.case.k,
+                    t.case.glu,
+                    defines.replace(['"', '\\'], ""),
+                    t.split,
+                    t.rule_split,
+                    t.blocks,
+                    t.copies,
+                    t.launches,
+                    t.us_median,
+                    t.us_min,
+                    t.weight_gbs
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cuda_gemv failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -135,10 +135,10 @@ extern "C" __global__ void __launch_bounds__(256)
 // (GENAI_BRIDGE_NVRTC_DEFINES) to make the compiler leave room for that many blocks per SM.
 // None of 64, 80 or 48 registers (8, 1, 10) beat the default 68 on the H200 (CUDA_NOTES,
 // round 9); the wave-aware split follows the resident blocks, so the outputs change with it.
-// Two more tuning knobs for GENAI_BRIDGE_NVRTC_DEFINES (defaults: the measured best): DEC_UNITS,
+// Two more tuning knobs of the gemv_decode_* entries for GENAI_BRIDGE_NVRTC_DEFINES: DEC_UNITS,
 // 16-byte loads per column per lane in a round (4), and DEC_PIPE=1, a warp's next round of loads
 // issued before the current round's arithmetic (twice the load registers). Neither changes which
-// products a lane adds in which order.
+// products a lane adds in which order. (gemv_decode_pipe_*, below, is 2 and 1.)
 #ifndef DEC_UNITS
 #define DEC_UNITS 4
 #endif
@@ -207,14 +207,16 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
     }
 }
 
-template <typename W, int KIND>
+// UNITS: 16-byte loads per column per lane in a round; PIPE: the next round's loads go out
+// before this round's arithmetic (units past the row are not loaded and never used).
+template <typename W, int KIND, int UNITS, bool PIPE>
 __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ bias,
                                                  float* __restrict__ y, int n, int k, int split,
                                                  int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
-    constexpr int L = DEC_UNITS / H;  // units per column per lane per iteration (8 measured slower)
+    constexpr int L = UNITS / H;      // units per column per lane per iteration
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int col0 = (blockIdx.x * (DEC_WARPS / split) + warp / split) * DEC_COLS;
     int part = warp % split;
@@ -240,14 +242,11 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
     fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
     pdl_wait();
     for (; u0 < units; u0 += L * stride) {
-#if DEC_PIPE
-        // The next round's loads go out before this round's arithmetic (units past the row are
-        // not loaded and never used).
         uint4 next[DEC_COLS][L][H];
-        fetch_units<W, L, H>(wr, valid, u0 + L * stride, stride, units, k, vec, next);
-#else
-        if (u0 != part * 32 + lane) fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
-#endif
+        if (PIPE)
+            fetch_units<W, L, H>(wr, valid, u0 + L * stride, stride, units, k, vec, next);
+        else if (u0 != part * 32 + lane)
+            fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
 #pragma unroll
         for (int l = 0; l < L; l++) {
             int u = u0 + l * stride;
@@ -258,14 +257,14 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
             for (int j = 0; j < DEC_COLS; j++)
                 if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
         }
-#if DEC_PIPE
+        if (PIPE) {
 #pragma unroll
-        for (int j = 0; j < DEC_COLS; j++)
+            for (int j = 0; j < DEC_COLS; j++)
 #pragma unroll
-            for (int l = 0; l < L; l++)
+                for (int l = 0; l < L; l++)
 #pragma unroll
-                for (int h = 0; h < H; h++) raw[j][l][h] = next[j][l][h];
-#endif
+                    for (int h = 0; h < H; h++) raw[j][l][h] = next[j][l][h];
+        }
     }
     decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }
@@ -273,19 +272,19 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<float, 0>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 1>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
 }
 
 // One row through the multi-row body (x staged in shared memory, 8 warps per block).
@@ -310,4 +309,27 @@ extern "C" __global__ void __launch_bounds__(256, 4)
         int k, int m, int split, int glu, int act) {
     pdl_enter();
     gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
+}
+
+// The pipelined one-row entries for long rows (a warp walks two or more rounds at the split the
+// rule gives the entries above; `LinearShape::decode_pipe` in kernels.rs): rounds of 2 loads per
+// column per lane, the next round in flight during the current one's arithmetic (60 registers
+// for f16, 8 blocks per SM on sm_90). The same products in the same order as gemv_decode_*
+// at the same split: the same bits.
+extern "C" __global__ void __launch_bounds__(128)
+    gemv_decode_pipe_f32(const float* w, const float* x, const float* bias, float* y, int n,
+        int k, int split, int glu, int act) {
+    gemv_decode_body<float, 0, 2, true>(w, x, bias, y, n, k, split, glu, act);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    gemv_decode_pipe_f16(const u16* w, const float* x, const float* bias, float* y, int n,
+        int k, int split, int glu, int act) {
+    gemv_decode_body<u16, 1, 2, true>(w, x, bias, y, n, k, split, glu, act);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    gemv_decode_pipe_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
+        int k, int split, int glu, int act) {
+    gemv_decode_body<u16, 2, 2, true>(w, x, bias, y, n, k, split, glu, act);
 }

@@ -2,7 +2,8 @@
 //! `genai_backend_native::cuda::gemv_timing`): one JSON line per (shape, split) on stdout.
 //!
 //! `cargo bench -p genai-backend-native --features cuda --bench cuda_gemv -- [MODEL,...]
-//! [--splits rule,1,2,4] [--reps N]` (models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b; default
+//! [--splits rule,1,2,4] [--reps N]` (each numbered split runs with `gemv_decode_*` and with the
+//! pipelined `gemv_decode_pipe_*`; `rule` is the decode rule's choice) (models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b; default
 //! all). Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
 
 use genai_backend_native::cuda::gemv_timing::{GemvCase, model_cases, time_gemvs};
@@ -76,13 +77,15 @@ fn main() -> ExitCode {
         Ok(timings) => {
             for t in timings {
                 println!(
-                    "{{\"case\":\"{}\",\"n\":{},\"k\":{},\"glu\":{},\"defines\":\"{}\",\"split\":{},\"rule_split\":{},\"blocks\":{},\"copies\":{},\"launches\":{},\"us_median\":{:.3},\"us_min\":{:.3},\"weight_gbs\":{:.1}}}",
+                    "{{\"case\":\"{}\",\"n\":{},\"k\":{},\"glu\":{},\"defines\":\"{}\",\"pipe\":{},\"split\":{},\"rule_pipe\":{},\"rule_split\":{},\"blocks\":{},\"copies\":{},\"launches\":{},\"us_median\":{:.3},\"us_min\":{:.3},\"weight_gbs\":{:.1}}}",
                     t.case.name,
                     t.case.n,
                     t.case.k,
                     t.case.glu,
                     defines.replace(['"', '\\'], ""),
+                    t.pipe,
                     t.split,
+                    t.rule_pipe,
                     t.rule_split,
                     t.blocks,
                     t.copies,

@@ -4,7 +4,7 @@
 //! weights in the L2, and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{DevPtr, Kernels, LinearShape, Ops};
+use crate::cuda::kernels::{DevPtr, Kernels, LinearShape, OneRow, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use std::time::Instant;
@@ -19,12 +19,15 @@ pub struct GemvCase {
     pub glu: bool,
 }
 
-/// One case at one split.
+/// One case at one kernel and split.
 #[derive(Debug, Clone)]
 pub struct GemvTiming {
     pub case: GemvCase,
-    /// Warps per column pair this run used, and the one the decode rule picks.
+    /// Whether this run used the pipelined kernel (`gemv_decode_pipe_*`), and its warps per
+    /// column pair; the kernel and split the decode rule picks.
+    pub pipe: bool,
     pub split: usize,
+    pub rule_pipe: bool,
     pub rule_split: usize,
     pub blocks: usize,
     /// Distinct weight copies the graph cycles through, and launches per replay.
@@ -87,7 +90,8 @@ fn cuda(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
 }
 
 /// Times each case with fp16 weights on device `ordinal`, once per entry of `splits` (None: the
-/// decode rule's split; splits that are not 1, 2 or 4 are skipped), `reps` timed replays each.
+/// decode rule's kernel and split; splits that are not 1, 2 or 4 are skipped; each split runs
+/// with both kernels), `reps` timed replays each.
 pub fn time_gemvs(
     ordinal: usize,
     cases: &[GemvCase],
@@ -126,12 +130,19 @@ pub fn time_gemvs(
             ldy: case.n,
             glu: if case.glu { 0 } else { -1 },
         };
-        let rule_split = ops.one_row_split("gemv_f16", &shape);
+        let rule = ops.one_row_plan("gemv_f16", &shape);
         let launches = launches_for(copies, LAUNCH_FLOOR);
-        for split in splits.iter().map(|s| s.unwrap_or(rule_split)) {
-            if ![1, 2, 4].contains(&split) {
-                continue;
-            }
+        let plans = splits.iter().flat_map(|s| match s {
+            None => vec![rule],
+            Some(split) if [1, 2, 4].contains(split) => [false, true]
+                .map(|pipe| OneRow {
+                    pipe,
+                    split: *split,
+                })
+                .to_vec(),
+            Some(_) => Vec::new(),
+        });
+        for plan in plans {
             let ptrs: Vec<DevPtr> = weights.iter().map(|w| w.ptr).collect();
             let graph = crate::cuda::graph::StepGraph::capture(&stream, || {
                 for i in 0..launches {
@@ -143,7 +154,7 @@ pub fn time_gemvs(
                         y.ptr,
                         shape,
                         0,
-                        split,
+                        plan,
                     )?;
                 }
                 Ok(())
@@ -162,9 +173,11 @@ pub fn time_gemvs(
             let us_median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
             out.push(GemvTiming {
                 case: case.clone(),
-                split,
-                rule_split,
-                blocks: shape.decode_grid(split)?.0 as usize,
+                pipe: plan.pipe,
+                split: plan.split,
+                rule_pipe: rule.pipe,
+                rule_split: rule.split,
+                blocks: shape.decode_grid(plan.split)?.0 as usize,
                 copies,
                 launches,
                 us_median,

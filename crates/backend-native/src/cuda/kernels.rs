@@ -137,9 +137,10 @@ impl Kernels {
             functions.get("gemv_decode_int4_mma"),
         );
         let decode_gemv = DecodeGemv::from_env();
-        // Only the `waves` rule needs the resident block counts (occupancy queries at load).
+        // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
+        // at load).
         let resident = match decode_gemv {
-            DecodeGemv::Waves => waves::resident_blocks(&device.ctx, &functions),
+            DecodeGemv::Waves | DecodeGemv::Pipe => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         Ok(Kernels {
@@ -177,7 +178,7 @@ fn staged_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// `split` or `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
+/// `waves`, `split` or `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// The one-row linear layers' kernel.
@@ -187,9 +188,13 @@ pub(crate) enum DecodeGemv {
     Split,
     /// The multi-row bodies with activations staged in shared memory (dense and int4).
     Staged,
-    /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`): the
-    /// default (H200, same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal).
+    /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`; H200,
+    /// same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal against `Split`).
     Waves,
+    /// As `Waves`, but rows that split would leave a warp two or more load rounds go to the
+    /// pipelined `gemv_decode_pipe_*` at its own split: the default (H200, `cuda_gemv`:
+    /// Llama-3-8B down 43.6 → 27.8 µs, Qwen2.5-1.5B down 9.8 → 8.9 µs; CUDA_NOTES round 10).
+    Pipe,
 }
 
 impl DecodeGemv {
@@ -197,7 +202,8 @@ impl DecodeGemv {
         match std::env::var(DECODE_GEMV_ENV).as_deref() {
             Ok("staged") => DecodeGemv::Staged,
             Ok("split") => DecodeGemv::Split,
-            _ => DecodeGemv::Waves,
+            Ok("waves") => DecodeGemv::Waves,
+            _ => DecodeGemv::Pipe,
         }
     }
 }
@@ -213,6 +219,23 @@ fn decode_kernel(kind: &'static str) -> &'static str {
         "gemv_bf16" => "gemv_decode_bf16",
         other => other,
     }
+}
+
+/// The pipelined one-row entry of a dense linear kernel.
+fn decode_pipe_kernel(kind: &'static str) -> &'static str {
+    match kind {
+        "gemv_f32" => "gemv_decode_pipe_f32",
+        "gemv_f16" => "gemv_decode_pipe_f16",
+        "gemv_bf16" => "gemv_decode_pipe_bf16",
+        other => other,
+    }
+}
+
+/// How a one-row dense linear runs: the pipelined kernel or not, and its split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OneRow {
+    pub pipe: bool,
+    pub split: usize,
 }
 
 pub(crate) fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
@@ -650,8 +673,8 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
-            let split = self.one_row_split(kind, &s);
-            return self.gemv_one_row(kind, w, x, bias, y, s, act, split);
+            let plan = self.one_row_plan(kind, &s);
+            return self.gemv_one_row(kind, w, x, bias, y, s, act, plan);
         }
         let f = self
             .k
@@ -676,19 +699,34 @@ impl Ops<'_> {
         )
     }
 
-    /// The split (warps per column pair) the decode rule gives a one-row dense launch of `kind`.
-    pub(crate) fn one_row_split(&self, kind: &'static str, s: &LinearShape) -> usize {
+    /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
+    /// launch of `kind`.
+    pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
+        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
+        let plain = |split| OneRow { pipe: false, split };
         match self.k.decode_gemv {
-            DecodeGemv::Waves => {
-                let resident = self.k.resident.get(decode_kernel(kind)).copied();
-                s.decode_split_waves(resident.unwrap_or(0), s.decode_split())
+            DecodeGemv::Waves | DecodeGemv::Pipe => {
+                let split = s.decode_split_waves(resident(decode_kernel(kind)), s.decode_split());
+                let pipe_resident = resident(decode_pipe_kernel(kind));
+                if self.k.decode_gemv == DecodeGemv::Pipe
+                    && pipe_resident > 0
+                    && s.decode_rounds(split) >= 2
+                {
+                    OneRow {
+                        pipe: true,
+                        split: s.decode_pipe_split(pipe_resident),
+                    }
+                } else {
+                    plain(split)
+                }
             }
-            _ => s.decode_split(),
+            _ => plain(s.decode_split()),
         }
     }
 
-    /// One row of a dense linear through `gemv_decode_*` with `split` warps per column pair
-    /// (1, 2 or 4; [`Ops::one_row_split`] gives the rule's).
+    /// One row of a dense linear through `gemv_decode_*` (or with `plan.pipe`,
+    /// `gemv_decode_pipe_*`) with `plan.split` warps per column pair (1, 2 or 4;
+    /// [`Ops::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,
@@ -699,18 +737,23 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
-        split: usize,
+        plan: OneRow,
     ) -> Result<(), Error> {
         let (_, k, n, _, _, _) = s.check()?;
-        if s.m != 1 || !DEC_WARPS.is_multiple_of(split) {
+        if s.m != 1 || !DEC_WARPS.is_multiple_of(plan.split) {
             return Err(Error::Invalid {
                 what: "one-row linear",
-                why: format!("{s:?} with split {split}"),
+                why: format!("{s:?} with {plan:?}"),
             });
         }
-        let f = self.k.get(decode_kernel(kind))?;
-        let grid = s.decode_grid(split)?;
-        let split = int("split", split)?;
+        let name = if plan.pipe {
+            decode_pipe_kernel(kind)
+        } else {
+            decode_kernel(kind)
+        };
+        let f = self.k.get(name)?;
+        let grid = s.decode_grid(plan.split)?;
+        let split = int("split", plan.split)?;
         launch!(
             self,
             f,

@@ -13,8 +13,13 @@ use std::collections::HashMap;
 /// Values of one column a warp of `gemv_decode_*` loads per round (4 loads of 8 values per lane).
 const ROUND_VALUES: usize = 4 * 8 * 32;
 
-/// The one-row dense kernels whose resident block count the rule needs.
-pub(super) const KERNELS: [&str; 3] = ["gemv_decode_f32", "gemv_decode_f16", "gemv_decode_bf16"];
+/// The one-row dense kernels whose resident block count the rules need: both one-row entries
+/// of each dense linear kernel.
+fn kernels() -> impl Iterator<Item = &'static str> {
+    ["gemv_f32", "gemv_f16", "gemv_bf16"]
+        .into_iter()
+        .flat_map(|kind| [super::decode_kernel(kind), super::decode_pipe_kernel(kind)])
+}
 
 /// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at
 /// 128 threads, no dynamic shared memory); kernels the driver cannot answer for are left out
@@ -32,9 +37,8 @@ pub(super) fn resident_blocks(
         .ok()
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
-    KERNELS
-        .iter()
-        .filter_map(|&name| {
+    kernels()
+        .filter_map(|name| {
             let f = functions.get(name)?;
             let per_sm = f
                 .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, 0, None)
@@ -71,6 +75,27 @@ impl LinearShape {
                 best = split;
             }
             split *= 2;
+        }
+        best
+    }
+
+    /// Dependent load rounds a warp of `gemv_decode_*` walks at `split`.
+    pub(super) fn decode_rounds(&self, split: usize) -> usize {
+        self.k.div_ceil(split).div_ceil(ROUND_VALUES).max(1)
+    }
+
+    /// The split of the pipelined kernel (`gemv_decode_pipe_*`, which keeps a warp's loads in
+    /// flight across its rounds, so rounds cost little and waves are what count): the fewest
+    /// waves on a device holding `resident` of its blocks, then the largest split (more warps
+    /// per column pair, a shorter walk each). Llama-3-8B down (k 14,336, n 4,096) on an H200
+    /// (1,056 resident): split 2, 1,024 blocks in one wave.
+    pub(super) fn decode_pipe_split(&self, resident: usize) -> usize {
+        let waves = |split: usize| self.decode_blocks(split).div_ceil(resident.max(1));
+        let mut best = 1;
+        for split in [2, 4] {
+            if split <= DEC_WARPS && self.k / split >= 256 && waves(split) <= waves(best) {
+                best = split;
+            }
         }
         best
     }
@@ -116,16 +141,37 @@ mod tests {
     }
 
     #[test]
+    fn the_pipelined_split_fills_waves_then_widens() {
+        // 132 SMs × 8 blocks of `gemv_decode_pipe_f16` (60 registers).
+        let pipe = |n, k| LinearShape::one_row(n, k, -1).decode_pipe_split(1056);
+        // Llama-3-8B down: split 4 is 2,048 blocks (2 waves), split 2 is 1,024 (one).
+        assert_eq!(pipe(4096, 14_336), 2);
+        // Qwen2.5-1.5B down: 768 blocks at split 4 still fit one wave.
+        assert_eq!(pipe(1536, 8960), 4);
+        // Rows too short for a warp to keep 256 values past split 1.
+        assert_eq!(pipe(4096, 300), 1);
+        // Very wide: every split takes many waves; the fewest is split 1's.
+        assert_eq!(pipe(1 << 20, 8192), 1);
+    }
+
+    #[test]
+    fn rounds_count_a_warps_walk() {
+        let s = LinearShape::one_row(4096, 14_336, -1);
+        assert_eq!(
+            (s.decode_rounds(4), s.decode_rounds(2), s.decode_rounds(1)),
+            (4, 7, 14)
+        );
+        assert_eq!(LinearShape::one_row(6144, 4096, -1).decode_rounds(4), 1);
+    }
+
+    #[test]
     fn the_kernels_counted_are_the_one_row_dense_kernels() {
         let gemv = crate::cuda::compile::family("gemv").expect("the gemv family");
-        for name in KERNELS {
+        let counted: Vec<&str> = kernels().collect();
+        assert_eq!(counted.len(), 6);
+        for name in counted {
             assert!(gemv.symbols.contains(&name), "{name}");
-        }
-        for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-            assert!(
-                KERNELS.contains(&super::super::decode_kernel(kind)),
-                "{kind}"
-            );
+            assert!(name.starts_with("gemv_decode_"), "{name}");
         }
     }
 

@@ -7,7 +7,7 @@
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::kernels::{DevPtr, LinearShape};
+use crate::cuda::kernels::{DevPtr, LinearShape, OneRow};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -204,5 +204,37 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
         "{kernel}{} m{m} k{k} n{n}",
         if glu { " SiLU GLU" } else { "" }
     );
-    Ok(verdict(name, &first, &again, &want, 1e-5))
+    let check = verdict(name, &first, &again, &want, 1e-5);
+    if m > 1 {
+        return Ok(check);
+    }
+    // One row: both one-row kernels at every split, each pair bitwise equal (the same
+    // products in the same order), and each within the limit of the CPU.
+    let bias = db.as_ref().map_or(0, |b| b.ptr);
+    let mut pairs_equal = true;
+    let mut worst = check.rel_diff;
+    for split in [1, 2, 4] {
+        let [walk, pipe] = [false, true].map(|pipe| -> Result<Vec<f32>, Error> {
+            let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
+            let plan = OneRow { pipe, split };
+            c.ops()
+                .gemv_one_row(kernel, w_al.ptr, x_al.ptr, bias, dy.ptr, s, 0, plan)?;
+            c.down(&dy, m * n)
+        });
+        let (walk, pipe) = (walk?, pipe?);
+        pairs_equal &= walk
+            .iter()
+            .zip(&pipe)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        worst = worst.max(rel(&walk, &want)).max(rel(&pipe, &want));
+    }
+    Ok(Check {
+        name: format!(
+            "{}, walk and pipe kernels at splits 1, 2, 4 bitwise {}",
+            check.name,
+            if pairs_equal { "equal" } else { "DIFFERENT" }
+        ),
+        rel_diff: if pairs_equal { worst } else { f32::INFINITY },
+        limit: check.limit,
+    })
 }

@@ -191,9 +191,9 @@ pub(crate) enum DecodeGemv {
     /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`; H200,
     /// same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal against `Split`).
     Waves,
-    /// As `Waves`, but rows that split would leave a warp two or more load rounds go to the
-    /// pipelined `gemv_decode_pipe_*` at its own split: the default (H200, `cuda_gemv`:
-    /// Llama-3-8B down 43.6 → 27.8 µs, Qwen2.5-1.5B down 9.8 → 8.9 µs; CUDA_NOTES round 10).
+    /// As `Waves`, but rows that split would leave a warp [`PIPE_ROUNDS`] or more load rounds
+    /// go to the pipelined `gemv_decode_pipe_*` at its own split: the default (H200, same runs:
+    /// Llama-3-8B fp16 206-208 → 231 tok/s, Qwen2.5-1.5B +2.5%; CUDA_NOTES round 10).
     Pipe,
 }
 
@@ -230,6 +230,11 @@ fn decode_pipe_kernel(kind: &'static str) -> &'static str {
         other => other,
     }
 }
+
+/// Load rounds of `gemv_decode_*` from which the pipelined kernel takes a row. Measured on the
+/// H200 (round 10): Llama-3-8B down (4 rounds at split 4) 43.6 → 27.8 µs alone, Qwen2.5-1.5B
+/// down (3) 9.8 → 8.9 µs; Qwen2.5-0.5B down (2) equal alone (4.6 µs) and its step ~2% slower.
+const PIPE_ROUNDS: usize = 3;
 
 /// How a one-row dense linear runs: the pipelined kernel or not, and its split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -703,25 +708,11 @@ impl Ops<'_> {
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
         let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        let plain = |split| OneRow { pipe: false, split };
-        match self.k.decode_gemv {
-            DecodeGemv::Waves | DecodeGemv::Pipe => {
-                let split = s.decode_split_waves(resident(decode_kernel(kind)), s.decode_split());
-                let pipe_resident = resident(decode_pipe_kernel(kind));
-                if self.k.decode_gemv == DecodeGemv::Pipe
-                    && pipe_resident > 0
-                    && s.decode_rounds(split) >= 2
-                {
-                    OneRow {
-                        pipe: true,
-                        split: s.decode_pipe_split(pipe_resident),
-                    }
-                } else {
-                    plain(split)
-                }
-            }
-            _ => plain(s.decode_split()),
-        }
+        s.one_row_plan(
+            self.k.decode_gemv,
+            resident(decode_kernel(kind)),
+            resident(decode_pipe_kernel(kind)),
+        )
     }
 
     /// One row of a dense linear through `gemv_decode_*` (or with `plan.pipe`,

@@ -6,7 +6,7 @@
 //! 1,024 blocks where 924 fit). Measured on the H200 in the same runs: 1.5B fp16 +6.2%, 8B fp16
 //! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7).
 
-use super::{DEC_COLS, DEC_WARPS, LinearShape};
+use super::{DEC_COLS, DEC_WARPS, DecodeGemv, LinearShape, OneRow, PIPE_ROUNDS};
 use cudarc::driver::{CudaContext, CudaFunction, sys};
 use std::collections::HashMap;
 
@@ -77,6 +77,27 @@ impl LinearShape {
             split *= 2;
         }
         best
+    }
+
+    /// The kernel and split `rule` gives this one-row shape, with the resident block counts of
+    /// `gemv_decode_*` and `gemv_decode_pipe_*` (0: unknown).
+    pub(super) fn one_row_plan(&self, rule: DecodeGemv, walk: usize, pipe: usize) -> OneRow {
+        let plain = |split| OneRow { pipe: false, split };
+        match rule {
+            DecodeGemv::Waves | DecodeGemv::Pipe => {
+                let split = self.decode_split_waves(walk, self.decode_split());
+                if rule == DecodeGemv::Pipe && pipe > 0 && self.decode_rounds(split) >= PIPE_ROUNDS
+                {
+                    OneRow {
+                        pipe: true,
+                        split: self.decode_pipe_split(pipe),
+                    }
+                } else {
+                    plain(split)
+                }
+            }
+            DecodeGemv::Split | DecodeGemv::Staged => plain(self.decode_split()),
+        }
     }
 
     /// Dependent load rounds a warp of `gemv_decode_*` walks at `split`.
@@ -152,6 +173,24 @@ mod tests {
         assert_eq!(pipe(4096, 300), 1);
         // Very wide: every split takes many waves; the fewest is split 1's.
         assert_eq!(pipe(1 << 20, 8192), 1);
+    }
+
+    #[test]
+    fn long_rows_go_to_the_pipelined_kernel() {
+        let plan = |n, k, rule, pipe| LinearShape::one_row(n, k, -1).one_row_plan(rule, H200, pipe);
+        let (walk, piped) = (
+            |split| OneRow { pipe: false, split },
+            |split| OneRow { pipe: true, split },
+        );
+        // Llama-3-8B down (4 rounds at split 4) and Qwen2.5-1.5B down (3 rounds).
+        assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 1056), piped(2));
+        assert_eq!(plan(1536, 8960, DecodeGemv::Pipe, 1056), piped(4));
+        // Qwen2.5-0.5B down (2 rounds) and Llama-3-8B qkv (1 round) stay.
+        assert_eq!(plan(896, 4864, DecodeGemv::Pipe, 1056), walk(4));
+        assert_eq!(plan(6144, 4096, DecodeGemv::Pipe, 1056), walk(4));
+        // The `waves` rule, or no resident count for the pipelined kernel: never.
+        assert_eq!(plan(4096, 14_336, DecodeGemv::Waves, 1056), walk(4));
+        assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 0), walk(4));
     }
 
     #[test]

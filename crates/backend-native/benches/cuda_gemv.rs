@@ -2,11 +2,12 @@
 //! `genai_backend_native::cuda::gemv_timing`): one JSON line per (shape, split) on stdout.
 //!
 //! `cargo bench -p genai-backend-native --features cuda --bench cuda_gemv -- [MODEL,...]
-//! [--splits rule,1,2,4] [--reps N]` (each numbered split runs with `gemv_decode_*` and with the
-//! pipelined `gemv_decode_pipe_*`; `rule` is the decode rule's choice) (models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b; default
+//! [--weights fp16|int4|int4-sym] [--splits rule,1,2,4] [--reps N]` (fp16: each numbered split runs with
+//! `gemv_decode_*` and with the pipelined `gemv_decode_pipe_*`, `rule` is the decode rule's
+//! choice; int4 (with zero points) and int4-sym (without): the rule's kernel and split only) (models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b; default
 //! all). Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
 
-use genai_backend_native::cuda::gemv_timing::{GemvCase, model_cases, time_gemvs};
+use genai_backend_native::cuda::gemv_timing::{BenchWeights, GemvCase, model_cases, time_gemvs};
 use std::process::ExitCode;
 
 const MODELS: [&str; 3] = ["qwen2.5-0.5b", "qwen2.5-1.5b", "llama3-8b"];
@@ -19,6 +20,7 @@ fn main() -> ExitCode {
     let mut models: Vec<String> = Vec::new();
     let mut splits = vec![None];
     let mut reps = 20;
+    let mut weights = BenchWeights::Fp16;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -45,6 +47,15 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            "--weights" => match it.next().map(String::as_str) {
+                Some("fp16") => weights = BenchWeights::Fp16,
+                Some("int4") => weights = BenchWeights::Int4 { zero_points: true },
+                Some("int4-sym") => weights = BenchWeights::Int4 { zero_points: false },
+                other => {
+                    eprintln!("--weights takes fp16, int4 or int4-sym, not {other:?}");
+                    return ExitCode::FAILURE;
+                }
+            },
             "--reps" => match it.next().and_then(|r| r.parse().ok()) {
                 Some(r) => reps = r,
                 None => {
@@ -73,20 +84,24 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let defines = std::env::var("GENAI_BRIDGE_NVRTC_DEFINES").unwrap_or_default();
-    match time_gemvs(0, &cases, &splits, reps) {
+    match time_gemvs(0, &cases, weights, &splits, reps) {
         Ok(timings) => {
             for t in timings {
                 println!(
-                    "{{\"case\":\"{}\",\"n\":{},\"k\":{},\"glu\":{},\"defines\":\"{}\",\"pipe\":{},\"split\":{},\"rule_pipe\":{},\"rule_split\":{},\"blocks\":{},\"copies\":{},\"launches\":{},\"us_median\":{:.3},\"us_min\":{:.3},\"weight_gbs\":{:.1}}}",
+                    "{{\"case\":\"{}\",\"n\":{},\"k\":{},\"glu\":{},\"weights\":\"{}\",\"defines\":\"{}\",\"kernel\":\"{}\",\"split\":{},\"rule\":{},\"blocks\":{},\"copies\":{},\"launches\":{},\"us_median\":{:.3},\"us_min\":{:.3},\"weight_gbs\":{:.1}}}",
                     t.case.name,
                     t.case.n,
                     t.case.k,
                     t.case.glu,
+                    match t.weights {
+                        BenchWeights::Fp16 => "fp16",
+                        BenchWeights::Int4 { zero_points: true } => "int4",
+                        BenchWeights::Int4 { zero_points: false } => "int4-sym",
+                    },
                     defines.replace(['"', '\\'], ""),
-                    t.pipe,
+                    t.kernel,
                     t.split,
-                    t.rule_pipe,
-                    t.rule_split,
+                    t.rule,
                     t.blocks,
                     t.copies,
                     t.launches,

@@ -1,10 +1,10 @@
-//! Times the one-row dense GEMVs (`gemv_decode_*`) alone at the shapes of real models, for
+//! Times the one-row GEMVs (dense fp16 and int4) alone at the shapes of real models, for
 //! kernel tuning on a GPU (`benches/cuda_gemv.rs`): each case's launches are captured in one
 //! CUDA graph that cycles through enough distinct copies of the weights that no launch finds its
 //! weights in the L2, and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{DevPtr, Kernels, LinearShape, OneRow, Ops};
+use crate::cuda::kernels::{Kernels, LinearShape, OneRow, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use std::time::Instant;
@@ -19,16 +19,43 @@ pub struct GemvCase {
     pub glu: bool,
 }
 
+/// The weights a case is timed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchWeights {
+    Fp16,
+    /// MatMulNBits int4 as CompFp32 layers hold it on the device: block 32, f32 scales, and
+    /// with `zero_points` f32 integral zero points (the tensor-core kernel where it fits).
+    Int4 {
+        zero_points: bool,
+    },
+}
+
+/// Block size of [`BenchWeights::Int4`].
+const INT4_BLOCK: usize = 32;
+
+impl BenchWeights {
+    /// Bytes of an `n` × `k` layer on the device.
+    pub fn bytes(self, n: usize, k: usize) -> usize {
+        match self {
+            BenchWeights::Fp16 => n * k * 2,
+            // Per block of a row: 16 packed bytes, a scale and a zero point (f32 each).
+            BenchWeights::Int4 { zero_points } => {
+                n * k.div_ceil(INT4_BLOCK) * (INT4_BLOCK / 2 + if zero_points { 8 } else { 4 })
+            }
+        }
+    }
+}
+
 /// One case at one kernel and split.
 #[derive(Debug, Clone)]
 pub struct GemvTiming {
     pub case: GemvCase,
-    /// Whether this run used the pipelined kernel (`gemv_decode_pipe_*`), and its warps per
-    /// column pair; the kernel and split the decode rule picks.
-    pub pipe: bool,
+    pub weights: BenchWeights,
+    /// The kernel this run launched and its warps per column pair (int4: per row group);
+    /// whether the decode rule picks this kernel and split (int4 runs the rule's only).
+    pub kernel: &'static str,
     pub split: usize,
-    pub rule_pipe: bool,
-    pub rule_split: usize,
+    pub rule: bool,
     pub blocks: usize,
     /// Distinct weight copies the graph cycles through, and launches per replay.
     pub copies: usize,
@@ -89,12 +116,13 @@ fn cuda(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     }
 }
 
-/// Times each case with fp16 weights on device `ordinal`, once per entry of `splits` (None: the
-/// decode rule's kernel and split; splits that are not 1, 2 or 4 are skipped; each split runs
-/// with both kernels), `reps` timed replays each.
+/// Times each case on device `ordinal`. fp16: once per entry of `splits` (None: the decode
+/// rule's kernel and split; 1, 2 and 4 run with both one-row kernels; other values are
+/// skipped); int4: the rule's kernel and split only. `reps` timed replays each.
 pub fn time_gemvs(
     ordinal: usize,
     cases: &[GemvCase],
+    weights: BenchWeights,
     splits: &[Option<usize>],
     reps: usize,
 ) -> Result<Vec<GemvTiming>, Error> {
@@ -115,11 +143,9 @@ pub fn time_gemvs(
     };
     let mut out = Vec::new();
     for case in cases {
-        let bytes = case.n * case.k * 2;
+        let bytes = weights.bytes(case.n, case.k);
         let copies = copies_for(bytes, l2, COPY_BUDGET);
-        let weights = (0..copies)
-            .map(|_| DevBuf::<u16>::zeros(&stream, case.n * case.k))
-            .collect::<Result<Vec<_>, _>>()?;
+        let launches = launches_for(copies, LAUNCH_FLOOR);
         let x = DevBuf::<f32>::zeros(&stream, case.k)?;
         let y = DevBuf::<f32>::zeros(&stream, case.n)?;
         let shape = LinearShape {
@@ -130,63 +156,107 @@ pub fn time_gemvs(
             ldy: case.n,
             glu: if case.glu { 0 } else { -1 },
         };
-        let rule = ops.one_row_plan("gemv_f16", &shape);
-        let launches = launches_for(copies, LAUNCH_FLOOR);
-        let plans = splits.iter().flat_map(|s| match s {
-            None => vec![rule],
-            Some(split) if [1, 2, 4].contains(split) => [false, true]
-                .map(|pipe| OneRow {
-                    pipe,
-                    split: *split,
-                })
-                .to_vec(),
-            Some(_) => Vec::new(),
-        });
-        for plan in plans {
-            let ptrs: Vec<DevPtr> = weights.iter().map(|w| w.ptr).collect();
-            let graph = crate::cuda::graph::StepGraph::capture(&stream, || {
-                for i in 0..launches {
-                    ops.gemv_one_row(
-                        "gemv_f16",
-                        ptrs[i % copies],
+        let mut record = |kernel, split, rule, blocks, (us_median, us_min): (f64, f64)| {
+            out.push(GemvTiming {
+                case: case.clone(),
+                weights,
+                kernel,
+                split,
+                rule,
+                blocks,
+                copies,
+                launches,
+                us_median,
+                us_min,
+                weight_gbs: bytes as f64 / us_median / 1e3,
+            })
+        };
+        match weights {
+            BenchWeights::Fp16 => {
+                let copies_w = (0..copies)
+                    .map(|_| DevBuf::<u16>::zeros(&stream, case.n * case.k))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let rule = ops.one_row_plan("gemv_f16", &shape);
+                let plans = splits.iter().flat_map(|s| match s {
+                    None => vec![rule],
+                    Some(split) if [1, 2, 4].contains(split) => [false, true]
+                        .map(|pipe| OneRow {
+                            pipe,
+                            split: *split,
+                        })
+                        .to_vec(),
+                    Some(_) => Vec::new(),
+                });
+                for plan in plans {
+                    let timing = time_graph(&stream, launches, reps, |i| {
+                        let w = copies_w[i % copies].ptr;
+                        ops.gemv_one_row("gemv_f16", w, x.ptr, 0, y.ptr, shape, 0, plan)
+                    })?;
+                    let kernel = if plan.pipe {
+                        "gemv_decode_pipe_f16"
+                    } else {
+                        "gemv_decode_f16"
+                    };
+                    let blocks = shape.decode_grid(plan.split)?.0 as usize;
+                    record(kernel, plan.split, plan == rule, blocks, timing);
+                }
+            }
+            BenchWeights::Int4 { zero_points } => {
+                let blocks_per_row = case.k.div_ceil(INT4_BLOCK);
+                let per_row = case.n * blocks_per_row;
+                let parts = (0..copies)
+                    .map(|_| {
+                        Ok((
+                            DevBuf::<u8>::zeros(&stream, per_row * INT4_BLOCK / 2)?,
+                            DevBuf::<f32>::zeros(&stream, per_row)?,
+                            zero_points
+                                .then(|| DevBuf::<f32>::zeros(&stream, per_row))
+                                .transpose()?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
+                let (kernel, config, split) = ops.int4_one_row(&shape, INT4_BLOCK, true)?;
+                let timing = time_graph(&stream, launches, reps, |i| {
+                    let (packed, scales, zp) = &parts[i % copies];
+                    ops.gemv_int4_f32(
+                        (packed.ptr, scales.ptr, zp.as_ref().map_or(0, |z| z.ptr)),
+                        (INT4_BLOCK, true),
                         x.ptr,
                         0,
                         y.ptr,
                         shape,
                         0,
-                        plan,
-                    )?;
-                }
-                Ok(())
-            })?;
-            let mut times = Vec::with_capacity(reps);
-            for rep in 0..reps + 2 {
-                let start = Instant::now();
-                graph.launch()?;
-                stream.synchronize().map_err(cuda("sync"))?;
-                // The first two replays warm the graph and the clocks.
-                if rep >= 2 {
-                    times.push(start.elapsed().as_secs_f64() * 1e6 / launches as f64);
-                }
+                    )
+                })?;
+                record(kernel, split, true, config.grid_dim.0 as usize, timing);
             }
-            times.sort_by(f64::total_cmp);
-            let us_median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
-            out.push(GemvTiming {
-                case: case.clone(),
-                pipe: plan.pipe,
-                split: plan.split,
-                rule_pipe: rule.pipe,
-                rule_split: rule.split,
-                blocks: shape.decode_grid(plan.split)?.0 as usize,
-                copies,
-                launches,
-                us_median,
-                us_min: times.first().copied().unwrap_or(f64::NAN),
-                weight_gbs: bytes as f64 / us_median / 1e3,
-            });
         }
     }
     Ok(out)
+}
+
+/// Captures `launches` calls of `launch` (with the launch index) as one graph, replays it
+/// twice to warm up, then `reps` times: (median, min) µs per launch.
+fn time_graph(
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    launches: usize,
+    reps: usize,
+    launch: impl Fn(usize) -> Result<(), Error>,
+) -> Result<(f64, f64), Error> {
+    let graph =
+        crate::cuda::graph::StepGraph::capture(stream, || (0..launches).try_for_each(&launch))?;
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..reps + 2 {
+        let start = Instant::now();
+        graph.launch()?;
+        stream.synchronize().map_err(cuda("sync"))?;
+        if rep >= 2 {
+            times.push(start.elapsed().as_secs_f64() * 1e6 / launches.max(1) as f64);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
+    Ok((median, times.first().copied().unwrap_or(f64::NAN)))
 }
 
 #[cfg(test)]
@@ -203,6 +273,20 @@ mod tests {
         // A budget smaller than one copy still gives one.
         assert_eq!(copies_for(1 << 30, l2, 1 << 20), 1);
         assert_eq!(copies_for(10 << 20, l2, 30 << 20), 3);
+    }
+
+    #[test]
+    fn int4_layers_count_packed_values_scales_and_zero_points() {
+        assert_eq!(BenchWeights::Fp16.bytes(10, 64), 1280);
+        // 2 blocks of 32 per row: 2 × (16 + 4 + 4) bytes.
+        let (asym, sym) = (
+            BenchWeights::Int4 { zero_points: true },
+            BenchWeights::Int4 { zero_points: false },
+        );
+        assert_eq!(asym.bytes(10, 64), 480);
+        assert_eq!(sym.bytes(10, 64), 400);
+        // A partial last block is stored whole.
+        assert_eq!(asym.bytes(1, 33), 48);
     }
 
     #[test]

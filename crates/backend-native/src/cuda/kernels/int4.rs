@@ -7,6 +7,7 @@ use super::{
     launch, stage_bytes,
 };
 use crate::error::Error;
+use cudarc::driver::LaunchConfig;
 
 /// Chunks (16 bytes, 32 values) per column a lane of `gemv_decode_int4_*` loads per round
 /// (`I4D_LOADS` in kernels/int4_decode.cu).
@@ -88,14 +89,7 @@ impl Ops<'_> {
         check_packed(packed)?;
         if s.int4_decode(self.k.decode_gemv) {
             // The tensor-core kernel takes the scalar one's arguments.
-            let (name, config, split) = if self.int4_mma_fits(&s, block, integral_zp) {
-                let (config, split) = self.int4_mma_config(&s, block)?;
-                ("gemv_decode_int4_mma", config, split)
-            } else {
-                let split = s.decode_split_int4();
-                let config = cfg(s.decode_grid(split)?, 32 * DEC_WARPS as u32, 0);
-                ("gemv_decode_int4_f32", config, split)
-            };
+            let (name, config, split) = self.int4_one_row(&s, block, integral_zp)?;
             let f = self.k.get(name)?;
             let split = int("split", split)?;
             return launch!(
@@ -129,6 +123,24 @@ impl Ops<'_> {
             &s.glu,
             &act
         )
+    }
+
+    /// The kernel, launch and split of one CompFp32 int4 row of this shape: the tensor-core
+    /// kernel where it fits, else `gemv_decode_int4_f32`.
+    pub(crate) fn int4_one_row(
+        &self,
+        s: &LinearShape,
+        block: usize,
+        integral_zp: bool,
+    ) -> Result<(&'static str, LaunchConfig, usize), Error> {
+        if self.int4_mma_fits(s, block, integral_zp) {
+            let (config, split) = self.int4_mma_config(s, block)?;
+            Ok(("gemv_decode_int4_mma", config, split))
+        } else {
+            let split = s.decode_split_int4();
+            let config = cfg(s.decode_grid(split)?, 32 * DEC_WARPS as u32, 0);
+            Ok(("gemv_decode_int4_f32", config, split))
+        }
     }
 
     /// MatMulNBits linear with int8 activations (CompInt8): quantizes x into `qa`/`sa`, then

@@ -53,10 +53,13 @@ def open_nvrtc(argv: list[str]):
 
 def env_defines() -> list[bytes]:
     """-D options from GENAI_BRIDGE_NVRTC_DEFINES, with the decoder's rule (compile.rs `defines`):
-    words split on commas and spaces, kept when NAME is a C identifier and VALUE alphanumeric."""
-    words = re.split(r"[, ]", os.environ.get("GENAI_BRIDGE_NVRTC_DEFINES", ""))
-    keep = [w for w in words if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9]+", w)]
-    return [f"-D{w}".encode() for w in keep]
+    words split on commas and spaces, each NAME=VALUE with NAME a C identifier and VALUE
+    alphanumeric; a malformed word is an error, as in the decoder."""
+    words = [w for w in re.split(r"[, ]", os.environ.get("GENAI_BRIDGE_NVRTC_DEFINES", "")) if w]
+    bad = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9]+", w)]
+    if bad:
+        sys.exit(f"GENAI_BRIDGE_NVRTC_DEFINES: not NAME=VALUE: {bad}")
+    return [f"-D{w}".encode() for w in words]
 
 
 def main() -> int:

@@ -159,31 +159,39 @@ pub fn full_source(source: &Source) -> String {
 
 /// Environment variable: extra preprocessor definitions for every kernel family, as
 /// `NAME=VALUE` words separated by commas or spaces (for tuning experiments, e.g.
-/// `DEC_MIN_BLOCKS=10`). Words that are not a C identifier, `=` and a plain alphanumeric value
-/// are ignored. They enter the cache key like every option.
+/// `DEC_MIN_BLOCKS=10`). A word that is not a C identifier, `=` and a plain alphanumeric value
+/// fails every compile (and so the kernels' load) with the words named, so a typo never runs
+/// the default kernels under a tuning run's name. They enter the cache key like every option.
 pub const DEFINES_ENV: &str = "GENAI_BRIDGE_NVRTC_DEFINES";
 
-fn defines(list: &str) -> Vec<String> {
+fn defines(list: &str) -> Result<Vec<String>, Error> {
     let ident = |s: &str| {
         s.chars()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
-    list.split([',', ' '])
-        .filter_map(|word| word.split_once('='))
-        .filter(|(name, value)| {
+    let well_formed = |word: &str| {
+        word.split_once('=').is_some_and(|(name, value)| {
             ident(name) && !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric())
         })
-        .map(|(name, value)| format!("-D{name}={value}"))
-        .collect()
+    };
+    let words: Vec<&str> = list.split([',', ' ']).filter(|w| !w.is_empty()).collect();
+    let bad: Vec<&str> = words.iter().copied().filter(|w| !well_formed(w)).collect();
+    if !bad.is_empty() {
+        return Err(crate::error::invalid(
+            DEFINES_ENV,
+            format!("not NAME=VALUE (a C identifier, '=', letters and digits): {bad:?}"),
+        ));
+    }
+    Ok(words.iter().map(|w| format!("-D{w}")).collect())
 }
 
-fn options(arch: &str) -> Vec<String> {
+fn options(arch: &str) -> Result<Vec<String>, Error> {
     let mut all = vec![format!("--gpu-architecture={arch}")];
     all.extend(OPTIONS.iter().map(|s| s.to_string()));
-    all.extend(defines(&std::env::var(DEFINES_ENV).unwrap_or_default()));
-    all
+    all.extend(defines(&std::env::var(DEFINES_ENV).unwrap_or_default())?);
+    Ok(all)
 }
 
 /// Compiles one family to a cubin for `arch` (e.g. `sm_90`), with no cache.
@@ -202,7 +210,7 @@ pub fn compile(source: &Source, arch: &str) -> Result<Vec<u8>, Error> {
     let program = nvrtc::create_program(&code, Some(&name))
         .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}"), String::new()))?;
     let program = Program(program);
-    let opts = options(arch);
+    let opts = options(arch)?;
     // SAFETY: `program` is a live program handle owned by `Program`; the options are valid
     // NUL-free strings (cudarc turns them into C strings for the call).
     let compiled = unsafe { nvrtc::compile_program(program.0, &opts) };
@@ -262,18 +270,18 @@ pub fn cache_dir() -> Option<PathBuf> {
     Some(base.join("genai-bridge").join("kernels"))
 }
 
-/// The cache key of a family for `arch`.
-pub fn cache_key(source: &Source, arch: &str, nvrtc: (i32, i32)) -> String {
+/// The cache key of a family for `arch` (an error when the options are malformed).
+pub fn cache_key(source: &Source, arch: &str, nvrtc: (i32, i32)) -> Result<String, Error> {
     let mut hash = Sha256::new();
     hash.update(full_source(source).as_bytes());
-    for option in options(arch) {
+    for option in options(arch)? {
         hash.update(b"\0");
         hash.update(option.as_bytes());
     }
     hash.update(format!("\0nvrtc {}.{}", nvrtc.0, nvrtc.1).as_bytes());
     let digest = hash.finalize();
     let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
-    format!("{}-{arch}-{hex}.cubin", source.family)
+    Ok(format!("{}-{arch}-{hex}.cubin", source.family))
 }
 
 /// How a family's cubin was obtained.
@@ -301,9 +309,8 @@ pub fn cubin_in(
         message,
         log: String::new(),
     })?;
-    let path = dir
-        .as_ref()
-        .map(|d| d.join(cache_key(source, arch, version)));
+    let key = cache_key(source, arch, version)?;
+    let path = dir.as_ref().map(|d| d.join(&key));
     if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok())
         && !bytes.is_empty()
     {
@@ -326,7 +333,10 @@ pub fn store(source: &Source, arch: &str, bytes: &[u8]) {
 
 fn store_in(dir: &std::path::Path, source: &Source, arch: &str, bytes: &[u8]) {
     let Ok(version) = nvrtc_version() else { return };
-    let path = dir.join(cache_key(source, arch, version));
+    let Ok(key) = cache_key(source, arch, version) else {
+        return;
+    };
+    let path = dir.join(key);
     if std::fs::create_dir_all(dir).is_ok() {
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
@@ -354,21 +364,30 @@ mod tests {
     }
 
     #[test]
-    fn only_well_formed_definitions_become_options() {
+    fn definitions_become_options_and_malformed_words_are_named() {
         assert_eq!(
-            defines("DEC_MIN_BLOCKS=10, X_1=2 bad =3 9A=1 Y=a;b Z= W=ok"),
+            defines("DEC_MIN_BLOCKS=10, X_1=2  W=ok").expect("well formed"),
             vec!["-DDEC_MIN_BLOCKS=10", "-DX_1=2", "-DW=ok"]
         );
-        assert!(defines("").is_empty());
+        assert!(defines("").expect("empty").is_empty());
+        assert!(defines(" , ").expect("separators only").is_empty());
+        let err = defines("A=1 bad =3 9A=1 Y=a;b Z= W=ok")
+            .expect_err("malformed words")
+            .to_string();
+        for word in ["\"bad\"", "\"=3\"", "\"9A=1\"", "\"Y=a;b\"", "\"Z=\""] {
+            assert!(err.contains(word), "{err} names {word}");
+        }
+        assert!(!err.contains("W=ok") && !err.contains("\"A=1\""), "{err}");
     }
 
     #[test]
     fn the_key_depends_on_arch_and_version() {
         let s = &SOURCES[0];
-        let a = cache_key(s, "sm_90", (13, 0));
-        assert_ne!(a, cache_key(s, "sm_80", (13, 0)));
-        assert_ne!(a, cache_key(s, "sm_90", (13, 1)));
-        assert_eq!(a, cache_key(s, "sm_90", (13, 0)));
+        let key = |arch, version| cache_key(s, arch, version).expect("no malformed options");
+        let a = key("sm_90", (13, 0));
+        assert_ne!(a, key("sm_80", (13, 0)));
+        assert_ne!(a, key("sm_90", (13, 1)));
+        assert_eq!(a, key("sm_90", (13, 0)));
     }
 
     /// The text between the `{` that opens the body of the function named `name` and its

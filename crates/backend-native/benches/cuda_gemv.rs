@@ -1,11 +1,13 @@
-//! The one-row dense GEMVs alone on a GPU, per layer shape and split (see
-//! `genai_backend_native::cuda::gemv_timing`): one JSON line per (shape, split) on stdout.
+//! The one-row GEMVs alone on a GPU, per layer shape, kernel and split (see
+//! `genai_backend_native::cuda::gemv_timing`): one JSON line per run on stdout.
 //!
 //! `cargo bench -p genai-backend-native --features cuda --bench cuda_gemv -- [MODEL,...]
-//! [--weights fp16|int4|int4-sym] [--splits rule,1,2,4] [--reps N]` (fp16: each numbered split runs with
-//! `gemv_decode_*` and with the pipelined `gemv_decode_pipe_*`, `rule` is the decode rule's
-//! choice; int4 (with zero points) and int4-sym (without): the rule's kernel and split only) (models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b; default
-//! all). Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
+//! [--weights fp16|int4|int4-sym] [--splits rule,1,2,4] [--reps N]`. Models: qwen2.5-0.5b,
+//! qwen2.5-1.5b, llama3-8b (default: all three), or grid (plain n × k layers for fitting split
+//! rules). fp16: each numbered split runs with `gemv_decode_*` and with the pipelined
+//! `gemv_decode_pipe_*`, and `rule` is the decode rule's choice; int4 (with zero points) and
+//! int4-sym (without): the rule's kernel and split only. Kernel variants come from
+//! `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
 
 use genai_backend_native::cuda::gemv_timing::{BenchWeights, GemvCase, model_cases, time_gemvs};
 use std::process::ExitCode;
@@ -74,7 +76,10 @@ fn main() -> ExitCode {
         match model_cases(m) {
             Some(c) => cases.extend(c),
             None => {
-                eprintln!("unknown model shape {m} (known: {})", MODELS.join(", "));
+                eprintln!(
+                    "unknown model shape {m} (known: {}, grid)",
+                    MODELS.join(", ")
+                );
                 return ExitCode::FAILURE;
             }
         }

@@ -68,8 +68,22 @@ pub struct GemvTiming {
 }
 
 /// The decode-step layers of a model shape: (hidden, query heads, KV heads, head size, MLP
-/// width, vocabulary) of the shapes `models/make_bench_models.py` makes.
+/// width, vocabulary) of the shapes `models/make_bench_models.py` makes; or `grid`, plain
+/// layers over n in 1,024-16,384 and k in 1,024-16,384 (powers of two, and 14,336), for
+/// fitting a split rule rather than checking one model.
 pub fn model_cases(model: &str) -> Option<Vec<GemvCase>> {
+    if model == "grid" {
+        let sizes = [1024, 2048, 4096, 8192, 14_336, 16_384];
+        let cases = sizes.iter().flat_map(|&n| {
+            sizes.iter().map(move |&k| GemvCase {
+                name: format!("grid.n{n}.k{k}"),
+                n,
+                k,
+                glu: false,
+            })
+        });
+        return Some(cases.collect());
+    }
     let (hidden, heads, kv, hs, mlp, vocab) = match model {
         "qwen2.5-0.5b" => (896, 14, 2, 64, 4864, 151_936),
         "qwen2.5-1.5b" => (1536, 12, 2, 128, 8960, 151_936),
@@ -312,6 +326,9 @@ mod tests {
             ]
         );
         assert_eq!(model_cases("qwen2.5-0.5b").expect("known")[0].n, 1152);
+        let grid = model_cases("grid").expect("the grid");
+        assert_eq!(grid.len(), 36);
+        assert!(grid.iter().any(|c| (c.n, c.k) == (4096, 14_336)));
         assert!(model_cases("gpt-2").is_none());
     }
 }

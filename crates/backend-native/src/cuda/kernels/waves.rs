@@ -4,7 +4,8 @@
 //! dependent load rounds, so the split with the fewest waves × rounds should finish first. The
 //! warp-count rule (`LinearShape::decode_split`) can leave a nearly empty last wave (1.5B qkv:
 //! 1,024 blocks where 924 fit). Measured on the H200 in the same runs: 1.5B fp16 +6.2%, 8B fp16
-//! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7).
+//! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7). Rows that leave a warp three or more rounds
+//! at that split go to the pipelined kernel at a split of its own (`one_row_plan`; round 10).
 
 use super::{DEC_COLS, DEC_WARPS, DecodeGemv, LinearShape, OneRow, PIPE_ROUNDS};
 use cudarc::driver::{CudaContext, CudaFunction, sys};
@@ -63,10 +64,12 @@ impl LinearShape {
         if resident == 0 {
             return default;
         }
-        let rounds = |split: usize| self.k.div_ceil(split).div_ceil(ROUND_VALUES).max(1);
         let cost = |split: usize| {
-            let waves = self.decode_blocks(split).div_ceil(resident);
-            (waves * rounds(split), rounds(split))
+            let (waves, rounds) = (
+                self.decode_blocks(split).div_ceil(resident),
+                self.decode_rounds(split),
+            );
+            (waves * rounds, rounds)
         };
         let mut best = default;
         let mut split = 1;

@@ -4,7 +4,7 @@
 //! weights in the L2, and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{Kernels, LinearShape, OneRow, Ops};
+use crate::cuda::kernels::{Kernels, LinearShape, OneRow, Ops, launch_error as cuda};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use std::time::Instant;
@@ -122,13 +122,6 @@ const COPY_BUDGET: usize = 4 << 30;
 /// Launches per replay at least (a replay of the smallest case is then hundreds of µs, far
 /// above the host's launch-and-sync overhead).
 const LAUNCH_FLOOR: usize = 256;
-
-fn cuda(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Cuda {
-        what,
-        message: format!("{e:?}"),
-    }
-}
 
 /// Times each case on device `ordinal`. fp16: once per entry of `splits` (None: the decode
 /// rule's kernel and split; 1, 2 and 4 run with both one-row kernels; other values are

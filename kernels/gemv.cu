@@ -311,11 +311,11 @@ extern "C" __global__ void __launch_bounds__(256, 4)
     gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
 }
 
-// The pipelined one-row entries for long rows (a warp walks two or more rounds at the split the
-// rule gives the entries above; `LinearShape::decode_pipe` in kernels.rs): rounds of 2 loads per
-// column per lane, the next round in flight during the current one's arithmetic (60 registers
-// for f16, 8 blocks per SM on sm_90). The same products in the same order as gemv_decode_*
-// at the same split: the same bits.
+// The pipelined one-row entries for long rows (a warp would walk three or more rounds at the
+// split the rule gives the entries above; `LinearShape::one_row_plan` in kernels/waves.rs):
+// rounds of 2 loads per column per lane, the next round in flight during the current one's
+// arithmetic (60 registers for f16, 8 blocks per SM on sm_90). The same products in the same
+// order as gemv_decode_* at the same split: the same bits.
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_f32(const float* w, const float* x, const float* bias, float* y, int n,
         int k, int split, int glu, int act) {

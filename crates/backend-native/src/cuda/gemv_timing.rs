@@ -199,13 +199,14 @@ pub fn time_gemvs(
                         let w = copies_w[i % copies].ptr;
                         ops.gemv_one_row("gemv_f16", w, x.ptr, 0, y.ptr, shape, 0, plan)
                     })?;
-                    let kernel = if plan.pipe {
-                        "gemv_decode_pipe_f16"
-                    } else {
-                        "gemv_decode_f16"
-                    };
                     let blocks = shape.decode_grid(plan.split)?.0 as usize;
-                    record(kernel, plan.split, plan == rule, blocks, timing);
+                    record(
+                        plan.kernel("gemv_f16"),
+                        plan.split,
+                        plan == rule,
+                        blocks,
+                        timing,
+                    );
                 }
             }
             BenchWeights::Int4 { zero_points } => {

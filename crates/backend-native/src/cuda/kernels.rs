@@ -243,6 +243,17 @@ pub(crate) struct OneRow {
     pub split: usize,
 }
 
+impl OneRow {
+    /// The entry this plan launches for a dense linear kernel `kind`.
+    pub(crate) fn kernel(&self, kind: &'static str) -> &'static str {
+        if self.pipe {
+            decode_pipe_kernel(kind)
+        } else {
+            decode_kernel(kind)
+        }
+    }
+}
+
 pub(crate) fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: grid,
@@ -676,11 +687,12 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        let (m, k, n, ldx, ldy, split) = s.check()?;
         if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
+            // gemv_one_row checks the shape itself.
             let plan = self.one_row_plan(kind, &s);
             return self.gemv_one_row(kind, w, x, bias, y, s, act, plan);
         }
+        let (m, k, n, ldx, ldy, split) = s.check()?;
         let f = self
             .k
             .get(if s.m == 1 { staged_kernel(kind) } else { kind })?;
@@ -737,12 +749,7 @@ impl Ops<'_> {
                 why: format!("{s:?} with {plan:?}"),
             });
         }
-        let name = if plan.pipe {
-            decode_pipe_kernel(kind)
-        } else {
-            decode_kernel(kind)
-        };
-        let f = self.k.get(name)?;
+        let f = self.k.get(plan.kernel(kind))?;
         let grid = s.decode_grid(plan.split)?;
         let split = int("split", plan.split)?;
         launch!(

@@ -114,6 +114,11 @@ pub(super) fn shifted_f32(c: &Ctx, v: &[f32]) -> Result<DevBuf<f32>, Error> {
     c.up(&s)
 }
 
+/// Whether two results are the same bits (and the same length).
+fn bitwise_equal(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// The verdict: the CPU difference when both runs agree bit for bit, else infinite.
 pub(super) fn verdict(
     name: String,
@@ -122,11 +127,7 @@ pub(super) fn verdict(
     want: &[f32],
     limit: f32,
 ) -> Check {
-    let same = first.len() == again.len()
-        && first
-            .iter()
-            .zip(again)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
+    let same = bitwise_equal(first, again);
     Check {
         name: format!(
             "{name} (twice, bitwise {})",
@@ -222,10 +223,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
             c.down(&dy, m * n)
         });
         let (walk, pipe) = (walk?, pipe?);
-        pairs_equal &= walk
-            .iter()
-            .zip(&pipe)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
+        pairs_equal &= bitwise_equal(&walk, &pipe);
         worst = worst.max(rel(&walk, &want)).max(rel(&pipe, &want));
     }
     Ok(Check {

@@ -333,3 +333,26 @@ extern "C" __global__ void __launch_bounds__(128)
         int k, int split, int glu, int act) {
     gemv_decode_body<u16, 2, 2, true>(w, x, bias, y, n, k, split, glu, act);
 }
+
+// The one-row entries with the skip-norm after them folded in (o and down projections of a
+// decode step): y (the row's delta, n values, no GLU) as gemv_decode_* / gemv_decode_pipe_*
+// compute it, then the grid's last block adds it to the residual `resid` and writes the norm
+// of the sum to `normed` (norm_fold_tail in prelude.cuh): the same bits as the GEMV then
+// skip_norm_f32 with write_sum (rounding to `nact`), one launch fewer. `ticket` is zero between launches; the
+// launch gives n floats of dynamic shared memory (the tail's values).
+#define GEMV_FOLD_ENTRY(name, W, KIND, UNITS, PIPE, BOUNDS)                                     \
+    extern "C" __global__ void BOUNDS name(                                                      \
+        const W* w, const float* x, const float* bias, float* y, int n, int k, int split,       \
+        int act, float* resid, const float* nweight, const float* nbias, float* normed,          \
+        float eps, int rms, int nact, int* ticket) {                                             \
+        extern __shared__ float fold_values[];                                                   \
+        gemv_decode_body<W, KIND, UNITS, PIPE>(w, x, bias, y, n, k, split, -1, act);             \
+        norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);\
+    }
+
+GEMV_FOLD_ENTRY(gemv_decode_fold_f32, float, 0, DEC_UNITS, DEC_PIPE != 0, DEC_BOUNDS)
+GEMV_FOLD_ENTRY(gemv_decode_fold_f16, u16, 1, DEC_UNITS, DEC_PIPE != 0, DEC_BOUNDS)
+GEMV_FOLD_ENTRY(gemv_decode_fold_bf16, u16, 2, DEC_UNITS, DEC_PIPE != 0, DEC_BOUNDS)
+GEMV_FOLD_ENTRY(gemv_decode_pipe_fold_f32, float, 0, 2, true, __launch_bounds__(128))
+GEMV_FOLD_ENTRY(gemv_decode_pipe_fold_f16, u16, 1, 2, true, __launch_bounds__(128))
+GEMV_FOLD_ENTRY(gemv_decode_pipe_fold_bf16, u16, 2, 2, true, __launch_bounds__(128))

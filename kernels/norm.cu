@@ -10,9 +10,8 @@
 // rounded. One block per row, each thread holding up to NORM_VALUES values of it in registers
 // (blockDim.x * NORM_VALUES >= width), so `out` may alias `x`. The norm's weight and bias are
 // read before waiting for the kernel before (programmatic dependent launch: no kernel writes
-// them), so their latency overlaps that kernel's tail.
-
-#define NORM_VALUES 8
+// them), so their latency overlaps that kernel's tail. NORM_VALUES: prelude.cuh
+// (the GEMVs' fold tails compute the same norm; the host launches norm_threads(width) threads).
 
 extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
                                          const float* __restrict__ weight,

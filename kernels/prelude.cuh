@@ -100,6 +100,101 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
+// ---- The skip-norm (norm.cu) and its fold into the linear kernel before it -------------------
+//
+// skip_norm_f32 runs one block of norm_threads(width) threads per row, thread t holding the
+// NORM_VALUES values t + j * threads (j = 0, 1, ...) of it. norm_fold_tail (below) plays that
+// block with fewer threads: the same values, sums and expressions in the same order.
+#define NORM_VALUES 8
+
+// Threads of skip_norm_f32's block for a row of `width` values: whole warps.
+__device__ __forceinline__ int norm_threads(int width) {
+    return ((width + NORM_VALUES - 1) / NORM_VALUES + 31) / 32 * 32;
+}
+
+// Whether this block is the last of its grid to get here (a ticket): every thread's earlier
+// global writes are made visible first, and the last block resets the ticket for the next
+// launch. Every thread of the block must call it.
+__device__ __forceinline__ bool last_block_ticket(int* ticket) {
+    __shared__ int last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int blocks = (int)(gridDim.x * gridDim.y * gridDim.z);
+        last = atomicAdd(ticket, 1) == blocks - 1;
+        if (last) atomicExch(ticket, 0);
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
+// The skip-norm of the one hidden row `delta` that this grid has just written, folded into its
+// last block: x += round(delta), out = round(norm(x) * weight (+ bias)), x = round(x), exactly
+// what skip_norm_f32 computes with write_sum for (x, delta, weight, bias, out) -- the same sums
+// in the same order: the block's warps play skip_norm's norm_threads(width) / 32 warps in turn
+// (real warp w plays w, w + warps, ...), each with the same per-thread sums and butterflies,
+// then the same final 32-lane butterfly over the per-warp sums. The sums s = x + round(delta)
+// wait in `values` (shared memory, `width` floats) between the passes. delta is read through
+// L2 (other blocks wrote it in this launch). Every thread of the block must call it, after
+// its last store of delta.
+__device__ __forceinline__ void norm_fold_tail(const float* delta, float* x,
+                                               const float* __restrict__ weight,
+                                               const float* __restrict__ bias, float* out,
+                                               int width, float eps, int rms, int act,
+                                               int* ticket, float* values) {
+    __shared__ float scratch[32];
+    if (!last_block_ticket(ticket)) return;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    int threads = norm_threads(width), vwarps = threads >> 5;
+    // Each pass is block_sum over the virtual warps: every virtual warp's butterfly lands in
+    // scratch, then every warp sums the vwarps partials by the same 32-lane butterfly.
+    __syncthreads();
+    for (int vw = warp; vw < vwarps; vw += warps) {
+        int t = vw * 32 + lane;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NORM_VALUES; j++) {
+            int i = t + j * threads;
+            float s = 0.0f;
+            if (i < width) {
+                s = __ldcg(x + i) + round_act(__ldcg(delta + i), act);
+                values[i] = s;
+            }
+            sum += s;
+        }
+        sum = warp_sum(sum);
+        if (lane == 0) scratch[vw] = sum;
+    }
+    __syncthreads();
+    float mean = warp_sum(lane < vwarps ? scratch[lane] : 0.0f) / (float)width;
+    if (rms) mean = 0.0f;
+    __syncthreads();
+    for (int vw = warp; vw < vwarps; vw += warps) {
+        int t = vw * 32 + lane;
+        float sq = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NORM_VALUES; j++) {
+            int i = t + j * threads;
+            float d = i < width ? values[i] - mean : 0.0f;
+            sq += d * d;
+        }
+        sq = warp_sum(sq);
+        if (lane == 0) scratch[vw] = sq;
+    }
+    __syncthreads();
+    float var = warp_sum(lane < vwarps ? scratch[lane] : 0.0f) / (float)width;
+    float inv = 1.0f / sqrtf(var + eps);
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        float s = values[i];
+        // skip_norm_f32's expression, as written there.
+        float o = (s - mean) * inv * weight[i];
+        if (bias) o += bias[i];
+        x[i] = round_act(s, act);
+        out[i] = round_act(o, act);
+    }
+}
+
 // Linear layers (gemv.cu, int4.cu): rows of x per warp, warps per block, weight bytes each
 // lane loads per iteration (independent 16-byte loads issued before the arithmetic).
 #define GEMV_ROWS 4

@@ -13,10 +13,12 @@ use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
 mod decode;
+mod fold;
 mod int4;
 mod int4_mma;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
+pub(crate) use fold::NormFold;
 
 /// Blocks of the first argmax pass (and partials it leaves).
 pub(crate) const ARGMAX_PARTS: usize = 128;
@@ -35,6 +37,8 @@ pub(crate) struct Kernels {
     pub pdl: bool,
     /// Which kernel one-row linear layers use (`GENAI_BRIDGE_DECODE_GEMV`).
     pub decode_gemv: DecodeGemv,
+    /// Whether a decode step's skip-norms ride in the GEMV before them (`kernels/fold.rs`).
+    pub norm_fold: bool,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
@@ -140,7 +144,9 @@ impl Kernels {
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
         // at load).
         let resident = match decode_gemv {
-            DecodeGemv::Waves | DecodeGemv::Pipe => waves::resident_blocks(&device.ctx, &functions),
+            DecodeGemv::Waves | DecodeGemv::Pipe | DecodeGemv::OneWave => {
+                waves::resident_blocks(&device.ctx, &functions)
+            }
             _ => HashMap::new(),
         };
         Ok(Kernels {
@@ -149,6 +155,7 @@ impl Kernels {
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
             decode_gemv,
+            norm_fold: fold::enabled_from_env(),
             decode,
             resident,
             int4_mma_shared,
@@ -178,7 +185,7 @@ fn staged_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// `waves`, `split` or `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
+/// `waves`, `onewave`, `split` or `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// The one-row linear layers' kernel.
@@ -195,6 +202,10 @@ pub(crate) enum DecodeGemv {
     /// go to the pipelined `gemv_decode_pipe_*` at its own split: the default (H200, same runs:
     /// Llama-3-8B fp16 206-208 → 231 tok/s, Qwen2.5-1.5B +2.5%; CUDA_NOTES round 10).
     Pipe,
+    /// As `Pipe`, and rows whose walk takes two or more waves go to the pipelined kernel where
+    /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
+    /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
+    OneWave,
 }
 
 impl DecodeGemv {
@@ -203,6 +214,7 @@ impl DecodeGemv {
             Ok("staged") => DecodeGemv::Staged,
             Ok("split") => DecodeGemv::Split,
             Ok("waves") => DecodeGemv::Waves,
+            Ok("onewave") => DecodeGemv::OneWave,
             _ => DecodeGemv::Pipe,
         }
     }

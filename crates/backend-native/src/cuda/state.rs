@@ -5,9 +5,10 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, NormFold, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
+use crate::cuda::weights::DevLinear;
 use crate::cuda::weights::QuantScratch;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
@@ -33,6 +34,8 @@ pub(crate) struct Buffers {
     part: DevBuf<f32>,
     /// Attention tickets `[CHUNK, heads]`, zero between launches.
     counts: DevBuf<i32>,
+    /// The folded skip-norms' ticket (`kernels/fold.rs`), zero between launches.
+    fold_ticket: DevBuf<i32>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
     qa: DevBuf<i8>,
@@ -102,7 +105,7 @@ impl Sizes {
             + model.vocab
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
-            + 8;
+            + 12;
         4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
 }
@@ -157,7 +160,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             0
         },
     };
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 8) as u64 + gemm.bytes() as u64
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 12) as u64 + gemm.bytes() as u64
 }
 
 impl Buffers {
@@ -206,6 +209,7 @@ impl Buffers {
             attn: z(sizes.attn)?,
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
+            fold_ticket: DevBuf::zeros(stream, 4)?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
@@ -259,16 +263,42 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             act,
         )
     };
-    // The residual still to be added to x before the next norm (none before the first).
-    let mut pending: DevPtr = 0;
-    for (layer, (kc, vc)) in model.layers.iter().zip(&b.kv) {
-        residual_norm(&layer.attn_norm, pending)?;
-        attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
-        residual_norm(&layer.mlp_norm, b.delta.ptr)?;
-        mlp_block(ops, layer, b, m, scratch)?;
-        pending = b.delta.ptr;
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x): one
+    // launch when the linear folds the norm (a decode step's dense layers), else two.
+    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
+        let fold = NormFold {
+            resid: b.x.ptr,
+            weight: n.weight.ptr,
+            bias: n.bias_ptr(),
+            out: b.normed.ptr,
+            eps: n.eps,
+            rms: n.rms,
+            act,
+            ticket: b.fold_ticket.ptr,
+        };
+        if m == 1 && p.run_folded(ops, (input, width), b.delta.ptr, act_p, &fold)? {
+            return Ok(());
+        }
+        p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
+        residual_norm(n, b.delta.ptr)
+    };
+    // The first norm has no residual to add (with no layers, the final norm).
+    let first = model
+        .layers
+        .first()
+        .map_or(&model.final_norm, |l| &l.attn_norm);
+    residual_norm(first, 0)?;
+    for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
+        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
+        let h = mlp_block(ops, layer, b, m, scratch)?;
+        let next = model
+            .layers
+            .get(i + 1)
+            .map_or(&model.final_norm, |l| &l.attn_norm);
+        // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
+        linear_then_norm(&layer.mlp.down, h, 0, next)?;
     }
-    residual_norm(&model.final_norm, pending)?;
     let last = b.normed.at((m - 1) * hidden)?;
     model.lm_head.run(
         ops,
@@ -290,7 +320,7 @@ fn attention_block(
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
     scratch: QuantScratch,
-) -> Result<(), Error> {
+) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
@@ -352,17 +382,7 @@ fn attention_block(
     } else {
         attention_chunk(ops, l, b, cache, (cos_sin, rot), m, act)?;
     }
-    let attn_w = l.heads * hs;
-    l.output.run(
-        ops,
-        b.attn.ptr,
-        attn_w,
-        b.delta.ptr,
-        hidden,
-        m,
-        act,
-        scratch,
-    )
+    Ok((b.attn.ptr, l.heads * hs))
 }
 
 /// A layer's rotary caches (cos, sin) and (rotary_dim, interleaved); (0, 0), (0, false): none.
@@ -394,25 +414,23 @@ fn attention_chunk(
     )
 }
 
-/// The feed-forward block in f32 (as the CPU decoder runs it); its output lands in `delta`.
+/// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:
+/// the down projection's input and its width.
 fn mlp_block(
     ops: &Ops<'_>,
     l: &DevLayer,
     b: &Buffers,
     m: usize,
     scratch: QuantScratch,
-) -> Result<(), Error> {
+) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
-    let hidden = l.mlp.down.n;
     if let [(p, 0)] = mlp.parts.as_slice()
         && mlp.glu
     {
         let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
         p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
-        return mlp
-            .down
-            .run(ops, b.h.ptr, w, b.delta.ptr, hidden, m, 0, scratch);
+        return Ok((b.h.ptr, w));
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
@@ -425,6 +443,5 @@ fn mlp_block(
         ops.activate(b.gu.ptr, m * w, mlp.activation)?;
         b.gu.ptr
     };
-    mlp.down
-        .run(ops, input, w, b.delta.ptr, hidden, m, 0, scratch)
+    Ok((input, w))
 }

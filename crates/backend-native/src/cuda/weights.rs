@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, LinearShape, Ops};
+use crate::cuda::kernels::{DevPtr, LinearShape, NormFold, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -178,45 +178,88 @@ impl DevLinear {
             ldy,
             glu,
         };
+        self.placed(ops, |at| {
+            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
+            let scales = at(self.parts.scales);
+            match self.form {
+                Form::Dense { kernel } => ops.dense(kernel, main, x, bias, y, shape, act),
+                Form::Int4 {
+                    block, int8: true, ..
+                } => ops.gemv_int4_i8(
+                    (main, scales, at(self.parts.zp_u8)),
+                    block,
+                    x,
+                    (scratch.qa, scratch.sa),
+                    bias,
+                    y,
+                    shape,
+                    act,
+                ),
+                Form::Int4 {
+                    block,
+                    int8: false,
+                    prompt,
+                    integral_zp,
+                } => ops.int4_fp32(
+                    (main, scales, at(self.parts.zp_f32)),
+                    (block, integral_zp),
+                    prompt,
+                    x,
+                    bias,
+                    y,
+                    shape,
+                    act,
+                ),
+            }
+        })
+    }
+
+    /// One row y `[n]` = x W (+ bias), then the skip-norm `fold` over y, in one launch when
+    /// the layer's kernel folds it (`Ops::folds`): whether it ran. Nothing is launched when
+    /// it does not (the caller runs the linear and the norm).
+    pub fn run_folded(
+        &self,
+        ops: &Ops<'_>,
+        (x, ldx): (DevPtr, usize),
+        y: DevPtr,
+        act: i32,
+        fold: &NormFold,
+    ) -> Result<bool, Error> {
+        let shape = LinearShape {
+            m: 1,
+            k: self.k,
+            n: self.n,
+            ldx,
+            ldy: self.n,
+            glu: -1,
+        };
+        let Form::Dense { kernel } = self.form else {
+            return Ok(false);
+        };
+        if !ops.folds(kernel, &shape) {
+            return Ok(false);
+        }
+        self.placed(ops, |at| {
+            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
+            ops.gemv_fold(kernel, main, x, bias, y, shape, act, fold)
+        })?;
+        Ok(true)
+    }
+
+    /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the
+    /// pager before and released after), handing it the device address of a part's offset
+    /// (0 for an absent part).
+    fn placed(
+        &self,
+        ops: &Ops<'_>,
+        launch: impl FnOnce(&dyn Fn(Option<usize>) -> DevPtr) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let index = self.streamed_index();
         if let Some(j) = index {
             ops.acquire(j)?;
         }
         let base = self.base()?;
-        let at = |offset: Option<usize>| offset.map_or(0, |o| base + o as u64);
-        let bias = at(self.parts.bias);
-        let main = base + self.parts.main as u64;
-        let scales = at(self.parts.scales);
-        match self.form {
-            Form::Dense { kernel } => ops.dense(kernel, main, x, bias, y, shape, act)?,
-            Form::Int4 {
-                block, int8: true, ..
-            } => ops.gemv_int4_i8(
-                (main, scales, at(self.parts.zp_u8)),
-                block,
-                x,
-                (scratch.qa, scratch.sa),
-                bias,
-                y,
-                shape,
-                act,
-            )?,
-            Form::Int4 {
-                block,
-                int8: false,
-                prompt,
-                integral_zp,
-            } => ops.int4_fp32(
-                (main, scales, at(self.parts.zp_f32)),
-                (block, integral_zp),
-                prompt,
-                x,
-                bias,
-                y,
-                shape,
-                act,
-            )?,
-        }
+        launch(&|offset: Option<usize>| offset.map_or(0, |o| base + o as u64))?;
         if let Some(j) = index {
             ops.release(j)?;
         }

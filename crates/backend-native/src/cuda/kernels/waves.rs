@@ -87,14 +87,23 @@ impl LinearShape {
     pub(super) fn one_row_plan(&self, rule: DecodeGemv, walk: usize, pipe: usize) -> OneRow {
         let plain = |split| OneRow { pipe: false, split };
         match rule {
-            DecodeGemv::Waves | DecodeGemv::Pipe => {
+            DecodeGemv::Waves | DecodeGemv::Pipe | DecodeGemv::OneWave => {
                 let split = self.decode_split_waves(walk, self.decode_split());
-                if rule == DecodeGemv::Pipe && pipe > 0 && self.decode_rounds(split) >= PIPE_ROUNDS
-                {
-                    OneRow {
-                        pipe: true,
-                        split: self.decode_pipe_split(pipe),
-                    }
+                let piped = |split| OneRow { pipe: true, split };
+                if rule == DecodeGemv::Waves || pipe == 0 {
+                    return plain(split);
+                }
+                let pipe_split = self.decode_pipe_split(pipe);
+                if self.decode_rounds(split) >= PIPE_ROUNDS {
+                    return piped(pipe_split);
+                }
+                let one_wave = rule == DecodeGemv::OneWave
+                    && walk > 0
+                    && self.decode_blocks(split) > walk
+                    && pipe_split >= 2
+                    && self.decode_blocks(pipe_split) <= pipe;
+                if one_wave {
+                    piped(pipe_split)
                 } else {
                     plain(split)
                 }
@@ -191,9 +200,38 @@ mod tests {
         // Qwen2.5-0.5B down (2 rounds) and Llama-3-8B qkv (1 round) stay.
         assert_eq!(plan(896, 4864, DecodeGemv::Pipe, 1056), walk(4));
         assert_eq!(plan(6144, 4096, DecodeGemv::Pipe, 1056), walk(4));
+        // Llama-3-8B o (3 waves of the walk at split 4) stays on the walk kernel under `pipe`.
+        assert_eq!(plan(4096, 4096, DecodeGemv::Pipe, 1056), walk(4));
         // The `waves` rule, or no resident count for the pipelined kernel: never.
         assert_eq!(plan(4096, 14_336, DecodeGemv::Waves, 1056), walk(4));
         assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 0), walk(4));
+    }
+
+    #[test]
+    fn the_one_wave_rule_takes_rows_the_pipelined_kernel_fits_in_one_wave_at_split_2_or_more() {
+        let plan =
+            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::OneWave, H200, 1056);
+        let glu =
+            |n, k| LinearShape::one_row(n, k, 0).one_row_plan(DecodeGemv::OneWave, H200, 1056);
+        let (walk, piped) = (
+            |split| OneRow { pipe: false, split },
+            |split| OneRow { pipe: true, split },
+        );
+        // Llama-3-8B o: the walk's 2,048 blocks at split 4 take 3 waves; the pipelined kernel's
+        // 1,024 at split 2 take one.
+        assert_eq!(plan(4096, 4096), piped(2));
+        // Llama-3-8B qkv: the pipelined kernel fits one wave only at split 1 (8 rounds a warp).
+        assert_eq!(plan(6144, 4096), walk(4));
+        // Rows the walk takes in one wave stay (Qwen2.5-0.5B/1.5B qkv and o).
+        assert_eq!(plan(1152, 896), walk(2));
+        assert_eq!(plan(2048, 1536), walk(2));
+        assert!(!plan(1536, 1536).pipe);
+        assert!(!plan(896, 896).pipe);
+        // Wide rows take several waves either way (gate/up, lm_head).
+        assert!(!glu(9728, 896).pipe && !glu(17_920, 1536).pipe && !glu(28_672, 4096).pipe);
+        assert_eq!(plan(128_256, 4096), walk(4));
+        // Long rows go to the pipelined kernel as under `pipe`.
+        assert_eq!(plan(4096, 14_336), piped(2));
     }
 
     #[test]

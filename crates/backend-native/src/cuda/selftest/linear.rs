@@ -115,7 +115,7 @@ pub(super) fn shifted_f32(c: &Ctx, v: &[f32]) -> Result<DevBuf<f32>, Error> {
 }
 
 /// Whether two results are the same bits (and the same length).
-fn bitwise_equal(a: &[f32], b: &[f32]) -> bool {
+pub(super) fn bitwise_equal(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 

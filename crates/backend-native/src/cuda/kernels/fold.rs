@@ -2,22 +2,23 @@
 //! in kernels/gemv.cu, `norm_fold_tail` in kernels/prelude.cuh): a decode step's o and down
 //! projections hand their output to the next norm inside the same launch — its last block adds
 //! the row to the residual and normalises it, with the same bits as `skip_norm_f32` after the
-//! GEMV — so a layer takes two launches fewer. `GENAI_BRIDGE_NORM_FOLD=0` keeps the two
-//! launches (an A/B switch).
+//! GEMV — so a layer takes two launches fewer. Off unless `GENAI_BRIDGE_NORM_FOLD=1`: on the
+//! H200 the one 128-thread block that runs the tail is slower than the launch it saves
+//! (Llama-3-8B fp16 231 → 154 tok/s, Qwen2.5-0.5B 1,311 → 1,086; CUDA_NOTES round 11).
 
 use super::{DEC_WARPS, DecodeGemv, DevPtr, LinearShape, OneRow, Ops, cfg, int, launch};
 use crate::error::Error;
 
-/// Set to `0` to launch the skip-norm after the GEMV instead of folding it in.
+/// Set to `1` to fold the skip-norm into the GEMV before it (an A/B switch).
 pub const NORM_FOLD_ENV: &str = "GENAI_BRIDGE_NORM_FOLD";
 
 /// Widest row a fold takes: its last block keeps the row in shared memory (4 bytes a value), and
 /// 16 KB per block still lets 8 blocks of 128 threads share an SM with room for L1.
 pub(crate) const FOLD_MAX_WIDTH: usize = 4096;
 
-/// Whether folding is on (`GENAI_BRIDGE_NORM_FOLD`, on unless `0`).
+/// Whether folding is on (`GENAI_BRIDGE_NORM_FOLD=1`).
 pub(super) fn enabled_from_env() -> bool {
-    std::env::var(NORM_FOLD_ENV).map_or(true, |v| v != "0")
+    std::env::var(NORM_FOLD_ENV).is_ok_and(|v| v == "1")
 }
 
 /// The skip-norm a fold applies after the GEMV: `resid += round(y)`, `out = round(norm(resid) *

@@ -29,7 +29,15 @@
 #define I4M_MIN_BLOCKS 2
 #endif
 // Chunks per row a lane loads per round (two rows: 128 bytes of weights in flight per lane).
+// Tuning knobs for GENAI_BRIDGE_NVRTC_DEFINES: I4M_ROUND, and I4M_PIPE=1, a warp's next round
+// of loads issued before the current round's arithmetic (twice the load registers; try it with
+// I4M_ROUND=2). Neither changes which products a lane adds in which order: the same bits.
+#ifndef I4M_ROUND
 #define I4M_ROUND 4
+#endif
+#ifndef I4M_PIPE
+#define I4M_PIPE 0
+#endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                                         u32 b1) {
@@ -160,7 +168,11 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     bool feeds = (g >> 1) == t;
     float acc[2] = {0.0f, 0.0f};
     for (; q0 < quads; q0 += I4M_ROUND * split) {
-        if (q0 != part) i4m_fetch(row, sc, zr, q0, split, t, chunks, bs, vec, r);
+        I4mRound next;
+        if (I4M_PIPE)
+            i4m_fetch(row, sc, zr, q0 + I4M_ROUND * split, split, t, chunks, bs, vec, next);
+        else if (q0 != part)
+            i4m_fetch(row, sc, zr, q0, split, t, chunks, bs, vec, r);
 #pragma unroll
         for (int u = 0; u < I4M_ROUND; u++) {
             int q = q0 + u * split;
@@ -180,6 +192,7 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
             acc[0] = fmaf(r.s[0][u], d[0] + d[1], acc[0]);
             acc[1] = fmaf(r.s[1][u], d[2] + d[3], acc[1]);
         }
+        if (I4M_PIPE) r = next;
     }
 #pragma unroll
     for (int j = 0; j < 2; j++) {

@@ -42,11 +42,14 @@ pub struct ParityReport {
     pub max_abs_logit_diff: f32,
     pub max_rel_logit_diff: f32,
     pub top1_agreement: f64,
-    /// Steps whose top-1 tokens differ, and the largest reference margin among them
-    /// ([`StepMetrics::top1_margin`]; 0 with none): a margin below `max_abs_logit_diff` says
-    /// every disagreement was a near-tie.
+    /// Steps whose top-1 tokens differ (exact ties of the reference aside), and the largest
+    /// reference margin among them ([`StepMetrics::top1_margin`]; 0 with none): a margin below
+    /// `max_abs_logit_diff` says every disagreement was a near-tie.
     pub top1_disagreements: usize,
     pub top1_max_margin: f32,
+    /// Steps where b picked another token that the reference's logits tie exactly with its own
+    /// pick: counted as agreeing ([`StepMetrics::top1_equal`]).
+    pub top1_exact_ties: usize,
     pub top5_overlap: f64,
     pub kl_max: f64,
     pub kl_mean: f64,
@@ -198,6 +201,7 @@ fn summarize(
     let top1 = steps.iter().filter(|s| s.top1_equal).count() as f64 / n;
     let disagreements = steps.iter().filter(|s| !s.top1_equal).count();
     let max_margin = steps.iter().map(|s| s.top1_margin).fold(0.0, f32::max);
+    let ties = steps.iter().filter(|s| s.top1_tie).count();
     let top5 = steps.iter().map(|s| s.top5_overlap).sum::<f64>() / n;
     let kl_max = steps.iter().map(|s| s.kl).fold(0.0, f64::max);
     let kl_mean = steps.iter().map(|s| s.kl).sum::<f64>() / n;
@@ -212,10 +216,32 @@ fn summarize(
         top1_agreement: top1,
         top1_disagreements: disagreements,
         top1_max_margin: max_margin,
+        top1_exact_ties: ties,
         top5_overlap: top5,
         kl_max,
         kl_mean,
         first_divergence,
         failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_ties_agree_and_are_counted_apart_from_disagreements() {
+        let steps = [
+            compare_logits(&[0.0, 2.0, 1.0], &[0.0, 2.0, 1.0]),
+            // An exact tie of the reference flipped.
+            compare_logits(&[0.0, 2.0, 2.0], &[0.0, 1.9, 2.1]),
+            // A near-tie flipped: a disagreement with margin 0.5.
+            compare_logits(&[0.0, 2.0, 1.5], &[0.0, 1.9, 2.1]),
+        ];
+        let r = summarize(&steps, None, Tolerance::for_precision(Precision::Fp16));
+        assert_eq!((r.top1_disagreements, r.top1_exact_ties), (1, 1));
+        assert!((r.top1_agreement - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(r.top1_max_margin, 0.5);
+        assert!(!r.pass);
     }
 }

@@ -6,7 +6,12 @@ pub struct StepMetrics {
     pub max_abs: f32,
     /// max |a - b| / max(|a|, 1e-6) over the entries.
     pub max_rel: f32,
+    /// Whether b's pick is a top-1 of the reference: the same token, or one whose reference logit
+    /// equals the reference's maximum exactly (an exact tie, which the reference breaks towards
+    /// the lower id by convention only).
     pub top1_equal: bool,
+    /// The picks differ on an exact tie of the reference (counted in `top1_equal`).
+    pub top1_tie: bool,
     /// a[top-1 of a] - a[top-1 of b]: how far apart the two picks are in the reference's own
     /// logits (0 when they agree). A disagreement whose margin is within the logit error is a
     /// near-tie that rounding flipped.
@@ -35,10 +40,13 @@ pub fn compare_logits(a: &[f32], b: &[f32]) -> StepMetrics {
         (Some(&i), Some(&j)) if i != j => a[i] - a[j],
         _ => 0.0,
     };
+    let same = top_a.first() == top_b.first();
+    let tie = !same && margin == 0.0;
     StepMetrics {
         max_abs,
         max_rel,
-        top1_equal: top_a.first() == top_b.first(),
+        top1_equal: same || tie,
+        top1_tie: tie,
         top1_margin: margin,
         top5_overlap: overlap,
         kl: kl_divergence(a, b),
@@ -115,6 +123,21 @@ mod tests {
             .map(|(a, b)| a / zp * ((a / zp) / (b / zq)).ln())
             .sum();
         assert!((m.kl - expected).abs() < 1e-9, "{} vs {expected}", m.kl);
+    }
+
+    #[test]
+    fn a_flip_on_an_exact_tie_of_the_reference_agrees() {
+        // The reference ties ids 1 and 2 exactly (its own pick: 1); b picks 2.
+        let m = compare_logits(&[0.0, 2.0, 2.0, -1.0], &[0.0, 1.99, 2.01, -1.0]);
+        assert!(m.top1_equal && m.top1_tie);
+        assert_eq!(m.top1_margin, 0.0);
+        // A near-tie is still a disagreement.
+        let m = compare_logits(&[0.0, 2.0, 1.999, -1.0], &[0.0, 1.99, 2.01, -1.0]);
+        assert!(!m.top1_equal && !m.top1_tie);
+        assert!(m.top1_margin > 0.0);
+        // Agreeing picks are not ties.
+        let m = compare_logits(&[0.0, 2.0, 2.0], &[0.0, 2.0, 1.0]);
+        assert!(m.top1_equal && !m.top1_tie);
     }
 
     #[test]

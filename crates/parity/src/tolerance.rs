@@ -8,7 +8,10 @@
 //! | int4      | 2e-1               | ≥ 99%           | 1e-3   | identical     |
 //!
 //! fp32 differs only by summation order. Half precisions round every intermediate, so a
-//! near-tie may flip one token and the sequences then diverge. int4 (MatMulNBits with
+//! near-tie may flip one token and the sequences then diverge. Top-1 agreement counts a step as
+//! agreeing when the backend's pick is the reference's or ties it exactly in the reference's
+//! logits (both are its argmax; the lower id wins only by convention); near-ties still count as
+//! disagreements. int4 (MatMulNBits with
 //! accuracy_level 4) quantizes activations to int8 per block; the native decoder follows ONNX
 //! Runtime's recipe, which it matches to ~5e-6 at block size 64, but ONNX Runtime's kernels for
 //! block sizes 16 and 32 round differently (measured on the fixtures: 1.3e-2 to 1.1e-1 max

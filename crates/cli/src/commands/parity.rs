@@ -76,6 +76,12 @@ pub fn run(args: &ParityArgs) -> Result<ExitCode> {
                 report.top1_disagreements, report.top1_max_margin
             );
         }
+        if report.top1_exact_ties > 0 {
+            println!(
+                "  top-1 differs at {} more step(s) where the reference's logits tie exactly (counted as agreeing)",
+                report.top1_exact_ties
+            );
+        }
         match &report.first_divergence {
             None => println!("  greedy sequences identical"),
             Some(d) => println!(

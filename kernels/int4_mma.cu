@@ -38,6 +38,12 @@
 #ifndef I4M_PIPE
 #define I4M_PIPE 0
 #endif
+// I4M_STAGE_VEC=1 (another knob): the stage's max pass reads x as float4, all of a thread's loads
+// issued before any of them is used (where x is 16-byte aligned and k a multiple of 4); the
+// same maximum, so the same bits.
+#ifndef I4M_STAGE_VEC
+#define I4M_STAGE_VEC 0
+#endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                                         u32 b1) {
@@ -79,7 +85,17 @@ __device__ __forceinline__ u32 i4m_word(const uint4& q, int i) {
 __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uint4* xs) {
     __shared__ float scratch[32];
     float m = 0.0f;
-    for (int i = threadIdx.x; i < k; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
+    if (I4M_STAGE_VEC && ((size_t)x & 15) == 0 && (k & 3) == 0) {
+        const float4* x4 = (const float4*)x;
+        int quads = k >> 2;
+#pragma unroll 8
+        for (int i = threadIdx.x; i < quads; i += blockDim.x) {
+            float4 v = x4[i];
+            m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+        }
+    } else {
+        for (int i = threadIdx.x; i < k; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
+    }
     m = block_max(m, scratch);
     int e = 0;
     if (m > 0.0f && m <= 3.0e38f) e = min(max((int)((__float_as_uint(m) >> 23) & 0xff) - 141, -100), 100);

@@ -102,9 +102,9 @@ impl Ops<'_> {
         fold: &NormFold,
     ) -> Result<(), Error> {
         let (_, k, n, _, _, _) = s.check()?;
-        let entry = fold_kernel(kind, plan.pipe);
-        let (Some(entry), true, true) = (entry, s.foldable(), DEC_WARPS.is_multiple_of(plan.split))
-        else {
+        let entry = fold_kernel(kind, plan.pipe)
+            .filter(|_| s.foldable() && DEC_WARPS.is_multiple_of(plan.split));
+        let Some(entry) = entry else {
             return Err(Error::Invalid {
                 what: "folded one-row linear",
                 why: format!("{kind} {s:?} with {plan:?}"),

@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, NormFold, Ops};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, NormFold, Ops, SpreadIn, SpreadOut};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -36,6 +36,8 @@ pub(crate) struct Buffers {
     counts: DevBuf<i32>,
     /// The folded skip-norms' ticket (`kernels/fold.rs`), zero between launches.
     fold_ticket: DevBuf<i32>,
+    /// A spread norm's partial sums, one per producer block (`kernels/spread.rs`).
+    spread_partials: DevBuf<f32>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
     qa: DevBuf<i8>,
@@ -105,6 +107,7 @@ impl Sizes {
             + model.vocab
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
+            + model.hidden
             + 12;
         4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
@@ -160,7 +163,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             0
         },
     };
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 12) as u64 + gemm.bytes() as u64
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + d.hidden + 12) as u64 + gemm.bytes() as u64
 }
 
 impl Buffers {
@@ -210,6 +213,7 @@ impl Buffers {
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
             fold_ticket: DevBuf::zeros(stream, 4)?,
+            spread_partials: z(model.hidden.max(1))?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
@@ -264,8 +268,37 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         )
     };
     // delta = input W (a layer's last linear), then x += delta and normed = norm(x): one
-    // launch when the linear folds the norm (a decode step's dense layers), else two.
-    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
+    // launch when the linear folds the norm (a decode step's dense layers), else two; or, when
+    // the linear and every consumer of the norm can, the norm spread over them (no launch):
+    // the consumers then read the sums in delta through `Input::Spread`.
+    let linear_then_norm = |p: &DevLinear,
+                            (input, width): (DevPtr, usize),
+                            act_p,
+                            n: &DevNorm,
+                            consumers: &[&DevLinear]|
+     -> Result<Input, Error> {
+        let spread = m == 1
+            && n.rms
+            && p.spreads(ops)
+            && !consumers.is_empty()
+            && consumers.iter().all(|c| c.spreads(ops));
+        if spread {
+            let partials = b.spread_partials.ptr;
+            let out = SpreadOut {
+                resid: b.x.ptr,
+                partials,
+                act,
+            };
+            p.run_spread_out(ops, (input, width), b.delta.ptr, act_p, &out)?;
+            return Ok(Input::Spread(SpreadIn {
+                weight: n.weight.ptr,
+                bias: n.bias_ptr(),
+                partials,
+                parts: p.spread_parts(ops)?,
+                eps: n.eps,
+                act,
+            }));
+        }
         let fold = NormFold {
             resid: b.x.ptr,
             weight: n.weight.ptr,
@@ -277,10 +310,11 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             ticket: b.fold_ticket.ptr,
         };
         if m == 1 && p.run_folded(ops, (input, width), b.delta.ptr, act_p, &fold)? {
-            return Ok(());
+            return Ok(Input::Normed);
         }
         p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
-        residual_norm(n, b.delta.ptr)
+        residual_norm(n, b.delta.ptr)?;
+        Ok(Input::Normed)
     };
     // The first norm has no residual to add (with no layers, the final norm).
     let first = model
@@ -288,30 +322,66 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         .first()
         .map_or(&model.final_norm, |l| &l.attn_norm);
     residual_norm(first, 0)?;
+    let mut input = Input::Normed;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
-        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
-        let h = mlp_block(ops, layer, b, m, scratch)?;
-        let next = model
-            .layers
-            .get(i + 1)
-            .map_or(&model.final_norm, |l| &l.attn_norm);
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch, input)?;
+        let mlp_in: Vec<&DevLinear> = layer.mlp.parts.iter().map(|(p, _)| p).collect();
+        input = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, &mlp_in)?;
+        let h = mlp_block(ops, layer, b, m, scratch, input)?;
+        let (next, next_in): (&DevNorm, Vec<&DevLinear>) = match model.layers.get(i + 1) {
+            Some(l) => (&l.attn_norm, l.qkv.parts.iter().map(|(p, _)| p).collect()),
+            None => (&model.final_norm, vec![&model.lm_head]),
+        };
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        linear_then_norm(&layer.mlp.down, h, 0, next)?;
+        input = linear_then_norm(&layer.mlp.down, h, 0, next, &next_in)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
-    model.lm_head.run(
+    let y = (b.logits.ptr, model.vocab);
+    input.run(
+        &model.lm_head,
         ops,
-        last,
-        hidden,
-        b.logits.ptr,
-        model.vocab,
+        b,
+        (last, hidden),
+        y,
         1,
         act,
+        -1,
         scratch,
     )
 }
 
+/// Where the first linears after a norm read their input: the `normed` buffer, or the sums a
+/// spread norm's producer left in `delta`, normalised as they are read (one row).
+#[derive(Debug, Clone, Copy)]
+enum Input {
+    Normed,
+    Spread(SpreadIn),
+}
+
+impl Input {
+    /// `p` over its input (`normed` at `x`, or `delta` for a spread norm), as
+    /// [`DevLinear::run_glu`].
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        p: &DevLinear,
+        ops: &Ops<'_>,
+        b: &Buffers,
+        x: (DevPtr, usize),
+        y: (DevPtr, usize),
+        m: usize,
+        act: i32,
+        glu: i32,
+        scratch: QuantScratch,
+    ) -> Result<(), Error> {
+        match self {
+            Input::Normed => p.run_glu(ops, x, y, m, act, glu, scratch),
+            Input::Spread(spread) => p.run_spread_in(ops, (b.delta.ptr, x.1), y, act, glu, spread),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn attention_block(
     ops: &Ops<'_>,
     model: &DevModel,
@@ -320,20 +390,13 @@ fn attention_block(
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
     scratch: QuantScratch,
+    input: Input,
 ) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
-        p.run(
-            ops,
-            b.normed.ptr,
-            hidden,
-            b.qkv.at(*col)?,
-            ld,
-            m,
-            act,
-            scratch,
-        )?;
+        let y = (b.qkv.at(*col)?, ld);
+        input.run(p, ops, b, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -422,6 +485,7 @@ fn mlp_block(
     b: &Buffers,
     m: usize,
     scratch: QuantScratch,
+    input: Input,
 ) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
@@ -429,19 +493,20 @@ fn mlp_block(
         && mlp.glu
     {
         let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
-        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
+        input.run(p, ops, b, x, h, m, 0, mlp.activation, scratch)?;
         return Ok((b.h.ptr, w));
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
-        p.run(ops, b.normed.ptr, p.k, b.gu.at(*col)?, gu_ld, m, 0, scratch)?;
+        let y = (b.gu.at(*col)?, gu_ld);
+        input.run(p, ops, b, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
     }
-    let input = if mlp.gated {
+    let down_in = if mlp.gated {
         ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;
         b.h.ptr
     } else {
         ops.activate(b.gu.ptr, m * w, mlp.activation)?;
         b.gu.ptr
     };
-    Ok((input, w))
+    Ok((down_in, w))
 }

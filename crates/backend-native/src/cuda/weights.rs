@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, LinearShape, NormFold, Ops};
+use crate::cuda::kernels::{DevPtr, LinearShape, NormFold, Ops, SpreadIn, SpreadOut};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -244,6 +244,87 @@ impl DevLinear {
             ops.gemv_fold(kernel, main, x, bias, y, shape, act, fold)
         })?;
         Ok(true)
+    }
+
+    /// One row of this layer as [`DevLinear::run_glu`] shapes it.
+    fn one_row(&self, ldx: usize, ldy: usize, glu: i32) -> LinearShape {
+        LinearShape {
+            m: 1,
+            k: self.k,
+            n: self.n,
+            ldx,
+            ldy,
+            glu,
+        }
+    }
+
+    /// Whether one row of this layer can produce or consume a spread norm here (a dense layer
+    /// on the one-row kernels, spreading on).
+    pub fn spreads(&self, ops: &Ops<'_>) -> bool {
+        matches!(self.form, Form::Dense { kernel } if ops.spreads(kernel, &self.one_row(self.k, self.n, -1)))
+    }
+
+    /// The partial sums this layer writes as a spread norm's producer.
+    pub fn spread_parts(&self, ops: &Ops<'_>) -> Result<usize, Error> {
+        match self.form {
+            Form::Dense { kernel } => {
+                Ok(ops.spread_parts(kernel, &self.one_row(self.k, self.n, -1)))
+            }
+            Form::Int4 { .. } => Err(Error::Invalid {
+                what: "spread norm",
+                why: "an int4 layer cannot produce one".into(),
+            }),
+        }
+    }
+
+    /// One row y `[n]` = x W (+ bias) as a spread norm's producer (`kernels/spread.rs`).
+    pub fn run_spread_out(
+        &self,
+        ops: &Ops<'_>,
+        (x, ldx): (DevPtr, usize),
+        y: DevPtr,
+        act: i32,
+        out: &SpreadOut,
+    ) -> Result<(), Error> {
+        let shape = self.one_row(ldx, self.n, -1);
+        self.placed(ops, |at| {
+            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
+            match self.form {
+                Form::Dense { kernel } => {
+                    ops.gemv_spread_out(kernel, main, x, bias, y, shape, act, out)
+                }
+                Form::Int4 { .. } => Err(Error::Invalid {
+                    what: "spread norm",
+                    why: "an int4 layer cannot produce one".into(),
+                }),
+            }
+        })
+    }
+
+    /// One row of [`DevLinear::run_glu`] whose input x holds a spread norm's sums, normalised
+    /// as it is read (`kernels/spread.rs`).
+    pub fn run_spread_in(
+        &self,
+        ops: &Ops<'_>,
+        (x, ldx): (DevPtr, usize),
+        (y, ldy): (DevPtr, usize),
+        act: i32,
+        glu: i32,
+        input: &SpreadIn,
+    ) -> Result<(), Error> {
+        let shape = self.one_row(ldx, ldy, glu);
+        self.placed(ops, |at| {
+            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
+            match self.form {
+                Form::Dense { kernel } => {
+                    ops.gemv_spread_in(kernel, main, x, bias, y, shape, act, input)
+                }
+                Form::Int4 { .. } => Err(Error::Invalid {
+                    what: "spread norm",
+                    why: "an int4 layer cannot consume one".into(),
+                }),
+            }
+        })
     }
 
     /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the

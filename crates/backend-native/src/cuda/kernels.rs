@@ -760,27 +760,18 @@ impl Ops<'_> {
         act: i32,
         plan: OneRow,
     ) -> Result<(), Error> {
-        let (_, k, n, _, _, _) = s.check()?;
-        if s.m != 1 || !DEC_WARPS.is_multiple_of(plan.split) {
-            return Err(Error::Invalid {
-                what: "one-row linear",
-                why: format!("{s:?} with {plan:?}"),
-            });
-        }
-        let f = self.k.get(plan.kernel(kind))?;
-        let grid = s.decode_grid(plan.split)?;
-        let split = int("split", plan.split)?;
+        let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
         launch!(
             self,
-            f,
-            cfg(grid, 32 * DEC_WARPS as u32, 0),
+            at.f,
+            cfg(at.grid, 32 * DEC_WARPS as u32, 0),
             &w,
             &x,
             &bias,
             &y,
-            &n,
-            &k,
-            &split,
+            &at.n,
+            &at.k,
+            &at.split,
             &s.glu,
             &act
         )
@@ -833,6 +824,45 @@ impl Ops<'_> {
         launch!(self, f, cfg(grid, 256, 0), &logits, &ni, &pv, &pi)?;
         let f = self.k.get("argmax_final_f32")?;
         launch!(self, f, cfg((1, 1, 1), 1024, 0), &pv, &pi, &parts, &out)
+    }
+}
+
+/// What every one-row dense launch passes besides its buffers: the entry, the grid, and
+/// (n, k, split) as kernel ints.
+pub(crate) struct OneRowFrame<'a> {
+    pub f: &'a CudaFunction,
+    pub grid: (u32, u32, u32),
+    pub n: i32,
+    pub k: i32,
+    pub split: i32,
+}
+
+impl<'a> Ops<'a> {
+    /// The frame of one row of `s` through `entry` with `plan`: an error naming `what` when
+    /// there is no entry (the family has none for this plan or shape), the shape is not one
+    /// valid row, or the split does not divide a block's warps.
+    pub(crate) fn one_row_frame(
+        &self,
+        what: &'static str,
+        entry: Option<&'static str>,
+        s: &LinearShape,
+        plan: OneRow,
+    ) -> Result<OneRowFrame<'a>, Error> {
+        let (_, k, n, _, _, _) = s.check()?;
+        let entry = entry.filter(|_| s.m == 1 && DEC_WARPS.is_multiple_of(plan.split));
+        let Some(entry) = entry else {
+            return Err(Error::Invalid {
+                what,
+                why: format!("{s:?} with {plan:?}"),
+            });
+        };
+        Ok(OneRowFrame {
+            f: self.k.get(entry)?,
+            grid: s.decode_grid(plan.split)?,
+            n,
+            k,
+            split: int("split", plan.split)?,
+        })
     }
 }
 

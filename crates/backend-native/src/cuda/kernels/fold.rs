@@ -6,7 +6,7 @@
 //! H200 the one 128-thread block that runs the tail is slower than the launch it saves
 //! (Llama-3-8B fp16 231 → 154 tok/s, Qwen2.5-0.5B 1,311 → 1,086; CUDA_NOTES round 11).
 
-use super::{DEC_WARPS, DecodeGemv, DevPtr, LinearShape, OneRow, Ops, cfg, int, launch};
+use super::{DEC_WARPS, DecodeGemv, DevPtr, LinearShape, OneRow, Ops, cfg, launch};
 use crate::error::Error;
 
 /// Set to `1` to fold the skip-norm into the GEMV before it (an A/B switch).
@@ -101,18 +101,8 @@ impl Ops<'_> {
         plan: OneRow,
         fold: &NormFold,
     ) -> Result<(), Error> {
-        let (_, k, n, _, _, _) = s.check()?;
-        let entry = fold_kernel(kind, plan.pipe)
-            .filter(|_| s.foldable() && DEC_WARPS.is_multiple_of(plan.split));
-        let Some(entry) = entry else {
-            return Err(Error::Invalid {
-                what: "folded one-row linear",
-                why: format!("{kind} {s:?} with {plan:?}"),
-            });
-        };
-        let f = self.k.get(entry)?;
-        let grid = s.decode_grid(plan.split)?;
-        let split = int("split", plan.split)?;
+        let entry = fold_kernel(kind, plan.pipe).filter(|_| s.foldable());
+        let at = self.one_row_frame("folded one-row linear", entry, &s, plan)?;
         let values = u32::try_from(4 * s.n).map_err(|_| Error::Invalid {
             what: "folded one-row linear",
             why: format!("{} values", s.n),
@@ -130,15 +120,15 @@ impl Ops<'_> {
         let rms = i32::from(rms);
         launch!(
             self,
-            f,
-            cfg(grid, 32 * DEC_WARPS as u32, values),
+            at.f,
+            cfg(at.grid, 32 * DEC_WARPS as u32, values),
             &w,
             &x,
             &bias,
             &y,
-            &n,
-            &k,
-            &split,
+            &at.n,
+            &at.k,
+            &at.split,
             &act,
             &resid,
             &weight,

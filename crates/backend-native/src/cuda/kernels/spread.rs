@@ -6,7 +6,7 @@
 //! logits differ from the two-launch path within rounding (`cuda_kernels` checks the chain
 //! against the CPU). Off unless `GENAI_BRIDGE_NORM_SPREAD=1` (not yet measured on a GPU).
 
-use super::{DEC_WARPS, DecodeGemv, DevPtr, LinearShape, OneRow, Ops, cfg, int, launch};
+use super::{DEC_WARPS, DecodeGemv, DevPtr, LinearShape, Ops, cfg, int, launch};
 use crate::error::Error;
 
 /// Set to `1` to spread the decode step's RMSNorms over the GEMVs around them.
@@ -78,21 +78,19 @@ impl Ops<'_> {
             .div_ceil(DEC_WARPS / plan.split)
     }
 
-    fn spread_entry(
+    /// The frame of a spread launch: the producer's or a consumer's entry (a producer has no
+    /// GLU) for this shape under the decode rule.
+    fn spread_frame(
         &self,
-        kind: &str,
+        kind: &'static str,
         s: &LinearShape,
-        plan: OneRow,
         producer: bool,
-    ) -> Result<&'static str, Error> {
-        let pair = spread_kernels(kind, plan.pipe).filter(|_| {
-            s.m == 1 && DEC_WARPS.is_multiple_of(plan.split) && (!producer || s.glu < 0)
-        });
-        pair.map(|(out, input)| if producer { out } else { input })
-            .ok_or_else(|| Error::Invalid {
-                what: "spread-norm linear",
-                why: format!("{kind} {s:?} with {plan:?}"),
-            })
+    ) -> Result<super::OneRowFrame<'_>, Error> {
+        let plan = self.one_row_plan(kind, s);
+        let entry = spread_kernels(kind, plan.pipe)
+            .filter(|_| !producer || s.glu < 0)
+            .map(|(out, input)| if producer { out } else { input });
+        self.one_row_frame("spread-norm linear", entry, s, plan)
     }
 
     /// The producer: y = x W (+ bias) for one row, then the residual update and the partials.
@@ -108,11 +106,7 @@ impl Ops<'_> {
         act: i32,
         out: &SpreadOut,
     ) -> Result<(), Error> {
-        let (_, k, n, _, _, _) = s.check()?;
-        let plan = self.one_row_plan(kind, &s);
-        let f = self.k.get(self.spread_entry(kind, &s, plan, true)?)?;
-        let grid = s.decode_grid(plan.split)?;
-        let split = int("split", plan.split)?;
+        let at = self.spread_frame(kind, &s, true)?;
         let SpreadOut {
             resid,
             partials,
@@ -120,15 +114,15 @@ impl Ops<'_> {
         } = *out;
         launch!(
             self,
-            f,
-            cfg(grid, 32 * DEC_WARPS as u32, 0),
+            at.f,
+            cfg(at.grid, 32 * DEC_WARPS as u32, 0),
             &w,
             &x,
             &bias,
             &y,
-            &n,
-            &k,
-            &split,
+            &at.n,
+            &at.k,
+            &at.split,
             &act,
             &resid,
             &partials,
@@ -150,11 +144,7 @@ impl Ops<'_> {
         act: i32,
         input: &SpreadIn,
     ) -> Result<(), Error> {
-        let (_, k, n, _, _, _) = s.check()?;
-        let plan = self.one_row_plan(kind, &s);
-        let f = self.k.get(self.spread_entry(kind, &s, plan, false)?)?;
-        let grid = s.decode_grid(plan.split)?;
-        let split = int("split", plan.split)?;
+        let at = self.spread_frame(kind, &s, false)?;
         let SpreadIn {
             weight,
             bias: nbias,
@@ -166,15 +156,15 @@ impl Ops<'_> {
         let parts = int("partial sums", parts)?;
         launch!(
             self,
-            f,
-            cfg(grid, 32 * DEC_WARPS as u32, 0),
+            at.f,
+            cfg(at.grid, 32 * DEC_WARPS as u32, 0),
             &w,
             &x,
             &bias,
             &y,
-            &n,
-            &k,
-            &split,
+            &at.n,
+            &at.k,
+            &at.split,
             &s.glu,
             &act,
             &weight,

@@ -216,6 +216,8 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
 // partials in one fixed order in every block, and normalises x = s as it reads it:
 // round(s * inv * weight (+ bias)), inv = 1 / sqrt(sum / width + eps). No norm launch, no
 // block that waits for the others; the sums run in an order of their own (not skip_norm_f32's).
+// With a ticket the producer's last block sums the partials itself, in the consumers' order,
+// into partials[gridDim.x], so each consumer reads one value (the same bits either way).
 #define SPREAD_NONE 0
 #define SPREAD_OUT 1
 #define SPREAD_IN 2
@@ -228,15 +230,21 @@ struct SpreadNorm {
     int parts;              // consumer: the producer's block count
     float eps;
     int act;                // the norm's rounding (the model's activations)
+    int* ticket;            // producer: with one, its last block also sums the partials
 };
 
-// 1 / sqrt(mean of s^2 + eps) from the producer's partials, the same bits in every block.
-// Every thread of the block must call it (it synchronises).
-__device__ __forceinline__ float spread_inv(const SpreadNorm& sn, int width) {
+// The sum of `parts` partials in one fixed order (per thread, then block_sum): the same bits in
+// every block. Every thread of the block must call it (it synchronises).
+__device__ __forceinline__ float spread_total(const float* partials, int parts) {
     __shared__ float scratch[32];
     float t = 0.0f;
-    for (int i = threadIdx.x; i < sn.parts; i += blockDim.x) t += sn.partials[i];
-    float total = block_sum(t, scratch);
+    for (int i = threadIdx.x; i < parts; i += blockDim.x) t += __ldcg(partials + i);
+    return block_sum(t, scratch);
+}
+
+// 1 / sqrt(mean of s^2 + eps) from the producer's partials (or its one total).
+__device__ __forceinline__ float spread_inv(const SpreadNorm& sn, int width) {
+    float total = spread_total(sn.partials, sn.parts);
     return 1.0f / sqrtf(total / (float)width + sn.eps);
 }
 
@@ -290,6 +298,10 @@ __device__ __forceinline__ void decode_store_spread(float (&acc)[DEC_COLS],
         float total = 0.0f;
         for (int w = 0; w < DEC_WARPS; w += split) total += squares[w];
         sn.partials[blockIdx.x] = total;
+    }
+    if (sn.ticket && last_block_ticket(sn.ticket)) {
+        float total = spread_total(sn.partials, (int)gridDim.x);
+        if (threadIdx.x == 0) sn.partials[gridDim.x] = total;
     }
 }
 
@@ -494,8 +506,8 @@ extern "C" __global__ void __launch_bounds__(128)
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_spread_out_f32(const float* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact};
+        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
+    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
     gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
 }
 
@@ -503,14 +515,14 @@ extern "C" __global__ void DEC_BOUNDS
     gemv_decode_spread_in_f32(const float* w, const float* x, const float* bias, float* y,
         int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
         float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact};
+    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
     gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_spread_out_f32(const float* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact};
+        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
+    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
     gemv_decode_body<float, 0, 2, true, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
 }
 
@@ -518,14 +530,14 @@ extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_spread_in_f32(const float* w, const float* x, const float* bias, float* y,
         int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
         float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact};
+    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
     gemv_decode_body<float, 0, 2, true, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_spread_out_f16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact};
+        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
+    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
     gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
 }
 
@@ -533,14 +545,14 @@ extern "C" __global__ void DEC_BOUNDS
     gemv_decode_spread_in_f16(const u16* w, const float* x, const float* bias, float* y,
         int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
         float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact};
+    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
     gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_spread_out_f16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact};
+        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
+    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
     gemv_decode_body<u16, 1, 2, true, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
 }
 
@@ -548,14 +560,14 @@ extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_spread_in_f16(const u16* w, const float* x, const float* bias, float* y,
         int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
         float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact};
+    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
     gemv_decode_body<u16, 1, 2, true, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_spread_out_bf16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact};
+        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
+    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
     gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
 }
 
@@ -563,14 +575,14 @@ extern "C" __global__ void DEC_BOUNDS
     gemv_decode_spread_in_bf16(const u16* w, const float* x, const float* bias, float* y,
         int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
         float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact};
+    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
     gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_spread_out_bf16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact};
+        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
+    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
     gemv_decode_body<u16, 2, 2, true, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
 }
 
@@ -578,7 +590,7 @@ extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_spread_in_bf16(const u16* w, const float* x, const float* bias, float* y,
         int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
         float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact};
+    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
     gemv_decode_body<u16, 2, 2, true, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
 }
 

@@ -43,7 +43,7 @@ pub(crate) struct Kernels {
     pub norm_fold: bool,
     /// Whether a decode step's RMSNorms are spread over the GEMVs around them
     /// (`kernels/spread.rs`).
-    pub norm_spread: bool,
+    pub norm_spread: spread::SpreadMode,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
@@ -161,7 +161,7 @@ impl Kernels {
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
             decode_gemv,
             norm_fold: fold::enabled_from_env(),
-            norm_spread: spread::enabled_from_env(),
+            norm_spread: spread::SpreadMode::from_env(),
             decode,
             resident,
             int4_mma_shared,

@@ -36,7 +36,8 @@ pub(crate) struct Buffers {
     counts: DevBuf<i32>,
     /// The folded skip-norms' ticket (`kernels/fold.rs`), zero between launches.
     fold_ticket: DevBuf<i32>,
-    /// A spread norm's partial sums, one per producer block (`kernels/spread.rs`).
+    /// A spread norm's partial sums, one per producer block, and room for their total after
+    /// them (`kernels/spread.rs`).
     spread_partials: DevBuf<f32>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
@@ -108,7 +109,7 @@ impl Sizes {
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
             + model.hidden
-            + 12;
+            + 13;
         4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
 }
@@ -163,7 +164,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             0
         },
     };
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + d.hidden + 12) as u64 + gemm.bytes() as u64
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + d.hidden + 13) as u64 + gemm.bytes() as u64
 }
 
 impl Buffers {
@@ -213,7 +214,7 @@ impl Buffers {
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
             fold_ticket: DevBuf::zeros(stream, 4)?,
-            spread_partials: z(model.hidden.max(1))?,
+            spread_partials: z(model.hidden + 1)?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
@@ -284,17 +285,19 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             && consumers.iter().all(|c| c.spreads(ops));
         if spread {
             let partials = b.spread_partials.ptr;
+            let ((read, parts), ticket) = p.spread_view(ops, partials, b.fold_ticket.ptr)?;
             let out = SpreadOut {
                 resid: b.x.ptr,
                 partials,
                 act,
+                ticket,
             };
             p.run_spread_out(ops, (input, width), b.delta.ptr, act_p, &out)?;
             return Ok(Input::Spread(SpreadIn {
                 weight: n.weight.ptr,
                 bias: n.bias_ptr(),
-                partials,
-                parts: p.spread_parts(ops)?,
+                partials: read,
+                parts,
                 eps: n.eps,
                 act,
             }));

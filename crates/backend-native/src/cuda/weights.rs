@@ -264,11 +264,18 @@ impl DevLinear {
         matches!(self.form, Form::Dense { kernel } if ops.spreads(kernel, &self.one_row(self.k, self.n, -1)))
     }
 
-    /// The partial sums this layer writes as a spread norm's producer.
-    pub fn spread_parts(&self, ops: &Ops<'_>) -> Result<usize, Error> {
+    /// What this layer, as a spread norm's producer writing to `partials`, gives the consumers
+    /// to read, and the ticket to hand it ([`Ops::spread_view`]).
+    pub fn spread_view(
+        &self,
+        ops: &Ops<'_>,
+        partials: DevPtr,
+        ticket: DevPtr,
+    ) -> Result<((DevPtr, usize), DevPtr), Error> {
         match self.form {
             Form::Dense { kernel } => {
-                Ok(ops.spread_parts(kernel, &self.one_row(self.k, self.n, -1)))
+                let s = self.one_row(self.k, self.n, -1);
+                Ok(ops.spread_view(kernel, &s, partials, ticket))
             }
             Form::Int4 { .. } => Err(Error::Invalid {
                 what: "spread norm",

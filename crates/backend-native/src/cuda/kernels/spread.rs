@@ -4,26 +4,46 @@
 //! of squares per block; every consumer (qkv, gate/up, lm_head) sums the partials in one fixed
 //! order and normalises its input as it reads it. Its sums run in an order of their own, so the
 //! logits differ from the two-launch path within rounding (`cuda_kernels` checks the chain
-//! against the CPU). Off unless `GENAI_BRIDGE_NORM_SPREAD=1` (not yet measured on a GPU).
+//! against the CPU). Off unless `GENAI_BRIDGE_NORM_SPREAD=1` (every consumer block sums the
+//! partials) or `=2` (the producer's last block sums them once, by a ticket, and consumers read
+//! that one value: the same bits); not yet measured on a GPU.
 
 use super::{DEC_WARPS, DecodeGemv, DevPtr, LinearShape, Ops, cfg, int, launch};
 use crate::error::Error;
 
-/// Set to `1` to spread the decode step's RMSNorms over the GEMVs around them.
+/// Set to `1` or `2` to spread the decode step's RMSNorms over the GEMVs around them.
 pub const NORM_SPREAD_ENV: &str = "GENAI_BRIDGE_NORM_SPREAD";
 
-/// Whether spreading is on (`GENAI_BRIDGE_NORM_SPREAD=1`).
-pub(super) fn enabled_from_env() -> bool {
-    std::env::var(NORM_SPREAD_ENV).is_ok_and(|v| v == "1")
+/// How a decode step's RMSNorms run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpreadMode {
+    /// A launch of their own (or folded, `kernels/fold.rs`).
+    Off,
+    /// Spread; every consumer block sums the producer's partials.
+    Partials,
+    /// Spread; the producer's last block sums them into one value the consumers read.
+    Total,
+}
+
+impl SpreadMode {
+    pub(super) fn from_env() -> SpreadMode {
+        match std::env::var(NORM_SPREAD_ENV).as_deref() {
+            Ok("1") => SpreadMode::Partials,
+            Ok("2") => SpreadMode::Total,
+            _ => SpreadMode::Off,
+        }
+    }
 }
 
 /// The producer's side: `resid += round(y)` (rounded to `act`), y keeps the unrounded sums, and
-/// one partial sum of squares per block lands in `partials`.
+/// one partial sum of squares per block lands in `partials`; with a `ticket` (one `i32`, zero
+/// between launches; 0: none) their total follows them, after the last block's partial.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SpreadOut {
     pub resid: DevPtr,
     pub partials: DevPtr,
     pub act: i32,
+    pub ticket: DevPtr,
 }
 
 /// A consumer's side: its input x holds the producer's sums; it reads them as
@@ -65,10 +85,28 @@ impl Ops<'_> {
     /// Whether a one-row dense linear of `kind` and shape `s` may produce or consume a spread
     /// norm here: spreading on, the one-row kernels in use, one row.
     pub(crate) fn spreads(&self, kind: &str, s: &LinearShape) -> bool {
-        self.k.norm_spread
+        self.k.norm_spread != SpreadMode::Off
             && self.k.decode_gemv != DecodeGemv::Staged
             && spread_kernels(kind, false).is_some()
             && s.m == 1
+    }
+
+    /// What a spread norm's producer of `kind` and shape `s`, writing to `partials`, gives its
+    /// consumers to read: (address, values) — all its partials, or with `ticket` (the
+    /// [`SpreadMode::Total`] mode) the one total after them. The ticket to hand the producer
+    /// is `ticket` in that mode, else 0.
+    pub(crate) fn spread_view(
+        &self,
+        kind: &'static str,
+        s: &LinearShape,
+        partials: DevPtr,
+        ticket: DevPtr,
+    ) -> ((DevPtr, usize), DevPtr) {
+        let parts = self.spread_parts(kind, s);
+        match self.k.norm_spread {
+            SpreadMode::Total => ((partials + 4 * parts as u64, 1), ticket),
+            _ => ((partials, parts), 0),
+        }
     }
 
     /// The partial sums a producer of this shape writes: its blocks under the decode rule.
@@ -111,6 +149,7 @@ impl Ops<'_> {
             resid,
             partials,
             act: nact,
+            ticket,
         } = *out;
         launch!(
             self,
@@ -126,7 +165,8 @@ impl Ops<'_> {
             &act,
             &resid,
             &partials,
-            &nact
+            &nact,
+            &ticket
         )
     }
 

@@ -2,7 +2,8 @@
 //! residual and writes the partial sums of squares, then a consumer GEMV that normalises its
 //! input as it reads it, against the CPU doing the same in three steps (linear, RMSNorm with
 //! the skip add, linear): the consumer's output and the residual within the limit, and both
-//! bitwise equal when the chain runs twice.
+//! bitwise equal when the chain runs again, and again with the producer's last block summing
+//! the partials for the consumer (the ticket mode).
 
 use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
 use super::{Check, Ctx, Rng, rel};
@@ -129,7 +130,8 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Spread) -> Result<Check, Error
         c.up(&weight_bytes(dt, &consumer_rows, 0))?,
     );
     let (dx, db1, dnw) = (c.up(&x)?, c.up(&b1)?, c.up(&norm_w)?);
-    let partials = DevBuf::<f32>::zeros(&c.stream, n)?;
+    let partials = DevBuf::<f32>::zeros(&c.stream, n + 1)?;
+    let ticket = DevBuf::<i32>::zeros(&c.stream, 4)?;
     let producer = LinearShape {
         m: 1,
         k,
@@ -146,17 +148,19 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Spread) -> Result<Check, Error
         ldy: n2,
         glu: if glu { 0 } else { -1 },
     };
-    let chain = || -> Result<(Vec<f32>, Vec<f32>), Error> {
+    let chain = |total: bool| -> Result<(Vec<f32>, Vec<f32>), Error> {
         let (r, delta, out) = (
             c.up(&resid)?,
             DevBuf::<f32>::zeros(&c.stream, n)?,
             DevBuf::<f32>::zeros(&c.stream, n2)?,
         );
         let ops = c.ops();
+        let parts = ops.spread_parts(kernel, &producer);
         let spread_out = SpreadOut {
             resid: r.ptr,
             partials: partials.ptr,
             act,
+            ticket: if total { ticket.ptr } else { 0 },
         };
         ops.gemv_spread_out(
             kernel,
@@ -171,8 +175,12 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Spread) -> Result<Check, Error
         let spread_in = SpreadIn {
             weight: dnw.ptr,
             bias: 0,
-            partials: partials.ptr,
-            parts: ops.spread_parts(kernel, &producer),
+            partials: if total {
+                partials.ptr + 4 * parts as u64
+            } else {
+                partials.ptr
+            },
+            parts: if total { 1 } else { parts },
             eps,
             act,
         };
@@ -189,14 +197,20 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Spread) -> Result<Check, Error
         )?;
         Ok((c.down(&out, n2)?, c.down(&r, n)?))
     };
-    let (first, first_resid) = chain()?;
-    let (again, again_resid) = chain()?;
-    let same = bitwise_equal(&first, &again) && bitwise_equal(&first_resid, &again_resid);
+    let (first, first_resid) = chain(false)?;
+    let (again, again_resid) = chain(false)?;
+    let (summed, summed_resid) = chain(true)?;
+    let (summed_again, _) = chain(true)?;
+    let same = bitwise_equal(&first, &again)
+        && bitwise_equal(&first_resid, &again_resid)
+        && bitwise_equal(&first, &summed)
+        && bitwise_equal(&first_resid, &summed_resid)
+        && bitwise_equal(&first, &summed_again);
     let diff = rel(&first, &want).max(rel(&first_resid, &want_resid));
     Ok(Check {
         name: format!(
             "spread RMSNorm {kernel} k{k} n{n} -> n{n2}{} act {act}: consumer and residual \
-             against the CPU, twice bitwise {}",
+             against the CPU, twice and twice with the producer's total, bitwise {}",
             if glu { " SiLU GLU" } else { "" },
             if same { "equal" } else { "DIFFERENT" }
         ),

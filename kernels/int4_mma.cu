@@ -38,9 +38,9 @@
 #ifndef I4M_PIPE
 #define I4M_PIPE 0
 #endif
-// I4M_STAGE_VEC=1 (another knob): the stage's max pass reads x as float4, all of a thread's loads
-// issued before any of them is used (where x is 16-byte aligned and k a multiple of 4); the
-// same maximum, so the same bits.
+// I4M_STAGE_VEC=1 (another knob): the stage reads x as float4 (where x is 16-byte aligned and k
+// a multiple of 8): the max pass with its loads unrolled, the split pass two loads a word
+// instead of eight; the same values, so the same bits.
 #ifndef I4M_STAGE_VEC
 #define I4M_STAGE_VEC 0
 #endif
@@ -85,7 +85,8 @@ __device__ __forceinline__ u32 i4m_word(const uint4& q, int i) {
 __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uint4* xs) {
     __shared__ float scratch[32];
     float m = 0.0f;
-    if (I4M_STAGE_VEC && ((size_t)x & 15) == 0 && (k & 3) == 0) {
+    bool vec = I4M_STAGE_VEC && ((size_t)x & 15) == 0 && (k & 7) == 0;
+    if (vec) {
         const float4* x4 = (const float4*)x;
         int quads = k >> 2;
 #pragma unroll 8
@@ -102,12 +103,23 @@ __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uin
     float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
     for (int i = threadIdx.x; i < words; i += blockDim.x) {
         u16 hi[8], lo[8];
+        if (vec && i * 8 < k) {
+            float xv[8];
+            load8(x + (size_t)i * 8, xv);  // k a multiple of 8: the word is whole
 #pragma unroll
-        for (int v = 0; v < 8; v++) {
-            int at = i * 8 + (v >> 1) + (v & 1) * 4;  // the order 0,4,1,5,2,6,3,7
-            float s = at < k ? x[at] * down : 0.0f;
-            hi[v] = f32_to_f16(s);
-            lo[v] = f32_to_f16(s - f16_to_f32(hi[v]));
+            for (int v = 0; v < 8; v++) {
+                float s = xv[(v >> 1) + (v & 1) * 4] * down;  // the order 0,4,1,5,2,6,3,7
+                hi[v] = f32_to_f16(s);
+                lo[v] = f32_to_f16(s - f16_to_f32(hi[v]));
+            }
+        } else {
+#pragma unroll
+            for (int v = 0; v < 8; v++) {
+                int at = i * 8 + (v >> 1) + (v & 1) * 4;  // the order 0,4,1,5,2,6,3,7
+                float s = at < k ? x[at] * down : 0.0f;
+                hi[v] = f32_to_f16(s);
+                lo[v] = f32_to_f16(s - f16_to_f32(hi[v]));
+            }
         }
         xs[i] = make_uint4(hi[0] | ((u32)hi[1] << 16), hi[2] | ((u32)hi[3] << 16),
                            hi[4] | ((u32)hi[5] << 16), hi[6] | ((u32)hi[7] << 16));

@@ -278,11 +278,14 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
                             n: &DevNorm,
                             consumers: &[&DevLinear]|
      -> Result<Input, Error> {
+        // The producer writes the hidden row (its partials fit `spread_partials`), and every
+        // consumer reads that row.
         let spread = m == 1
             && n.rms
+            && p.n == hidden
             && p.spreads(ops)
             && !consumers.is_empty()
-            && consumers.iter().all(|c| c.spreads(ops));
+            && consumers.iter().all(|c| c.k == hidden && c.spreads(ops));
         if spread {
             let partials = b.spread_partials.ptr;
             let ((read, parts), ticket) = p.spread_view(ops, partials, b.fold_ticket.ptr)?;

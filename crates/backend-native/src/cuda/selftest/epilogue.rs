@@ -17,7 +17,8 @@ fn act_ulp(act: i32) -> f32 {
     }
 }
 
-fn round_act(v: f32, act: i32) -> f32 {
+/// `v` rounded to the activation precision (0 f32, 1 f16, 2 bf16).
+pub(super) fn round_act(v: f32, act: i32) -> f32 {
     match act {
         1 => half::f16::from_f32(v).to_f32(),
         2 => half::bf16::from_f32(v).to_f32(),

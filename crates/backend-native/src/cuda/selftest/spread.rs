@@ -5,6 +5,7 @@
 //! bitwise equal when the chain runs again, and again with the producer's last block summing
 //! the partials for the consumer (the ticket mode).
 
+use super::epilogue::{host_epilogue, round_act};
 use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
@@ -53,14 +54,6 @@ fn rows(kn: &[f32], k: usize, n: usize) -> Vec<f32> {
         .collect()
 }
 
-fn round_act(v: f32, act: i32) -> f32 {
-    match act {
-        1 => half::f16::from_f32(v).to_f32(),
-        2 => half::bf16::from_f32(v).to_f32(),
-        _ => v,
-    }
-}
-
 pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Spread) -> Result<Check, Error> {
     let Spread {
         dt,
@@ -87,13 +80,9 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Spread) -> Result<Check, Error
     let dense = |kn: &[f32], k, n| DenseWeight::from_f32(k, n, kn).map(Weight::Dense);
     let mut y1 = vec![0f32; n];
     cpu::linear(&x, 1, &dense(&w1, k, n)?, None, &mut y1, &c.pool)?;
-    // The linear epilogue: acc + b in f32, else round(round(acc) + b).
-    let stored = |j: usize| match act {
-        0 => y1[j] + b1[j],
-        _ => round_act(round_act(y1[j], act) + b1[j], act),
-    };
+    let stored = host_epilogue(&y1, Some(&b1), n, act, -1);
     let sums: Vec<f32> = (0..n)
-        .map(|j| resid[j] + round_act(stored(j), act))
+        .map(|j| resid[j] + round_act(stored[j], act))
         .collect();
     let want_resid: Vec<f32> = sums.iter().map(|&s| round_act(s, act)).collect();
     let mean_sq = sums.iter().map(|&s| s * s).sum::<f32>() / n as f32;

@@ -276,16 +276,17 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
                             (input, width): (DevPtr, usize),
                             act_p,
                             n: &DevNorm,
-                            consumers: &[&DevLinear]|
+                            consumers: &mut dyn Iterator<Item = &DevLinear>|
      -> Result<Input, Error> {
         // The producer writes the hidden row (its partials fit `spread_partials`), and every
-        // consumer reads that row.
-        let spread = m == 1
-            && n.rms
-            && p.n == hidden
-            && p.spreads(ops)
-            && !consumers.is_empty()
-            && consumers.iter().all(|c| c.k == hidden && c.spreads(ops));
+        // consumer (at least one) reads that row.
+        let mut spread = m == 1 && n.rms && p.n == hidden && p.spreads(ops);
+        let mut any = false;
+        for c in consumers {
+            any = true;
+            spread &= c.k == hidden && c.spreads(ops);
+        }
+        let spread = spread && any;
         if spread {
             let partials = b.spread_partials.ptr;
             let ((read, parts), ticket) = p.spread_view(ops, partials, b.fold_ticket.ptr)?;
@@ -331,15 +332,17 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let mut input = Input::Normed;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
         let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch, input)?;
-        let mlp_in: Vec<&DevLinear> = layer.mlp.parts.iter().map(|(p, _)| p).collect();
-        input = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, &mlp_in)?;
+        let mlp_in = &mut layer.mlp.parts.iter().map(|(p, _)| p);
+        input = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, mlp_in)?;
         let h = mlp_block(ops, layer, b, m, scratch, input)?;
-        let (next, next_in): (&DevNorm, Vec<&DevLinear>) = match model.layers.get(i + 1) {
-            Some(l) => (&l.attn_norm, l.qkv.parts.iter().map(|(p, _)| p).collect()),
-            None => (&model.final_norm, vec![&model.lm_head]),
-        };
+        // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
+        let next = model.layers.get(i + 1);
+        let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
+        let qkv = next.map_or(&[][..], |l| &l.qkv.parts[..]);
+        let lm_head = next.is_none().then_some(&model.lm_head);
+        let next_in = &mut qkv.iter().map(|(p, _)| p).chain(lm_head);
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        input = linear_then_norm(&layer.mlp.down, h, 0, next, &next_in)?;
+        input = linear_then_norm(&layer.mlp.down, h, 0, norm, next_in)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);

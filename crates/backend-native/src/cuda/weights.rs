@@ -225,14 +225,7 @@ impl DevLinear {
         act: i32,
         fold: &NormFold,
     ) -> Result<bool, Error> {
-        let shape = LinearShape {
-            m: 1,
-            k: self.k,
-            n: self.n,
-            ldx,
-            ldy: self.n,
-            glu: -1,
-        };
+        let shape = self.one_row(ldx, self.n, -1);
         let Form::Dense { kernel } = self.form else {
             return Ok(false);
         };
@@ -272,16 +265,9 @@ impl DevLinear {
         partials: DevPtr,
         ticket: DevPtr,
     ) -> Result<((DevPtr, usize), DevPtr), Error> {
-        match self.form {
-            Form::Dense { kernel } => {
-                let s = self.one_row(self.k, self.n, -1);
-                Ok(ops.spread_view(kernel, &s, partials, ticket))
-            }
-            Form::Int4 { .. } => Err(Error::Invalid {
-                what: "spread norm",
-                why: "an int4 layer cannot produce one".into(),
-            }),
-        }
+        let kernel = self.spread_kernel("produce")?;
+        let s = self.one_row(self.k, self.n, -1);
+        Ok(ops.spread_view(kernel, &s, partials, ticket))
     }
 
     /// One row y `[n]` = x W (+ bias) as a spread norm's producer (`kernels/spread.rs`).
@@ -293,18 +279,11 @@ impl DevLinear {
         act: i32,
         out: &SpreadOut,
     ) -> Result<(), Error> {
+        let kernel = self.spread_kernel("produce")?;
         let shape = self.one_row(ldx, self.n, -1);
         self.placed(ops, |at| {
             let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            match self.form {
-                Form::Dense { kernel } => {
-                    ops.gemv_spread_out(kernel, main, x, bias, y, shape, act, out)
-                }
-                Form::Int4 { .. } => Err(Error::Invalid {
-                    what: "spread norm",
-                    why: "an int4 layer cannot produce one".into(),
-                }),
-            }
+            ops.gemv_spread_out(kernel, main, x, bias, y, shape, act, out)
         })
     }
 
@@ -319,19 +298,24 @@ impl DevLinear {
         glu: i32,
         input: &SpreadIn,
     ) -> Result<(), Error> {
+        let kernel = self.spread_kernel("consume")?;
         let shape = self.one_row(ldx, ldy, glu);
         self.placed(ops, |at| {
             let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            match self.form {
-                Form::Dense { kernel } => {
-                    ops.gemv_spread_in(kernel, main, x, bias, y, shape, act, input)
-                }
-                Form::Int4 { .. } => Err(Error::Invalid {
-                    what: "spread norm",
-                    why: "an int4 layer cannot consume one".into(),
-                }),
-            }
+            ops.gemv_spread_in(kernel, main, x, bias, y, shape, act, input)
         })
+    }
+
+    /// The dense kernel a spread norm runs this layer through, as its producer or a consumer
+    /// (`role`); an int4 layer has none.
+    fn spread_kernel(&self, role: &str) -> Result<&'static str, Error> {
+        match self.form {
+            Form::Dense { kernel } => Ok(kernel),
+            Form::Int4 { .. } => Err(Error::Invalid {
+                what: "spread norm",
+                why: format!("an int4 layer cannot {role} one"),
+            }),
+        }
     }
 
     /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the

@@ -1,14 +1,15 @@
 // com.microsoft MatMulNBits (4 bits, CompFp32) for ONE row of x on the tensor cores (sm_80 and
 // later): the one-row kernel of gemv_decode_int4_f32 (int4_decode.cu) spends ~14 instructions
 // per weight converting nibbles to f32 and re-reading x from L1; here a lane turns 8 nibbles
-// into four f16 pairs (q - zp, exact for integer zero points) with 11 instructions and the
+// into four f16 pairs (q - zp, exact for integer zero points) with 9 instructions and the
 // products run as mma.m16n8k16 (f16 x f16, f32 accumulation).
 //
 // Exactness. A = q - zp is an integer in [-15, 15] (exact in f16). x is split per block into
 // x * 2^-e = hi + lo with hi = f16(x * 2^-e), lo = f16(x * 2^-e - hi), e a power-of-two scale
 // putting max|x| in [2^14, 2^15) (no f16 overflow, exact to undo): hi + lo carries ~22 bits of
 // x, every product (q - zp) * hi or * lo is exact in f32 and the mma sums them in f32. The host
-// picks this kernel only for integer zero points (or none: 8) and block sizes of 32 or more.
+// picks this kernel only for integer zero points (or none: 8) and power-of-two block sizes of
+// 32 or more (a block index is then a shift of the chunk index).
 //
 // Layout. A warp owns 16 weight rows (output columns col0 + g and col0 + g + 8 for lane
 // (g = lane / 4, t = lane % 4)) and walks the row in quads of four 16-byte chunks (32 values,
@@ -42,7 +43,7 @@
 // a multiple of 8): the max pass with its loads unrolled, the split pass two loads a word
 // instead of eight; the same values, so the same bits.
 #ifndef I4M_STAGE_VEC
-#define I4M_STAGE_VEC 0
+#define I4M_STAGE_VEC 1
 #endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
@@ -55,23 +56,47 @@ __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u
 #endif
 }
 
-// Nibbles `shift / 4` and `shift / 4 + 4` of a word as the f16 pair (q - zp): 1024 + q by
-// setting the mantissa, minus `base` (the pair 1024 + zp).
-__device__ __forceinline__ u32 i4m_pair(u32 word, int shift, u32 base) {
-    u32 h = ((word >> shift) & 0x000f000fu) | 0x64006400u, r;
-    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(base));
+// A word's eight nibbles as the four f16 pairs (q - zp) the mmas take, nibbles (0,4), (1,5),
+// (2,6), (3,7), in nine instructions. Masking a nibble into the mantissa of 0x6400 (1024) gives
+// 1024 + q for the low nibble of a byte and 1024 + 16q for the high one: the first pair then
+// subtracts `lo` (the pair 1024 + zp), the second is scaled by 1/16 and added to `hi` (the pair
+// -(64 + zp)). Every step is exact in f16 (integers below 2048, a power-of-two scale).
+struct I4mBase {
+    u32 lo, hi;
+};
+
+// (v & mask) | 0x64006400 as one lop3 (written as C, the compiler splits it in two).
+template <u32 MASK>
+__device__ __forceinline__ u32 i4m_mantissa(u32 v) {
+    u32 h;
+    asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(h) : "r"(v), "n"(MASK), "n"(0x64006400u));
+    return h;
+}
+
+__device__ __forceinline__ u32 i4m_low(u32 v, u32 lo) {
+    u32 r;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(i4m_mantissa<0x000f000fu>(v)), "r"(lo));
     return r;
 }
 
-// The f16 pair (1024 + zp, 1024 + zp) of a block (zp 8 without zero points).
-__device__ __forceinline__ u32 i4m_base(const float* zr, int b) {
-    u32 h = f32_to_f16(1024.0f + (zr ? load_stream_f32(zr + b) : 8.0f));
-    return h | (h << 16);
+__device__ __forceinline__ u32 i4m_high(u32 v, u32 hi) {
+    u32 r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;"
+        : "=r"(r)
+        : "r"(i4m_mantissa<0x00f000f0u>(v)), "r"(0x2c002c00u), "r"(hi));
+    return r;
 }
 
-// A chunk of a packed row: one 16-byte load when rows are 16-byte aligned, else four words.
-__device__ __forceinline__ uint4 i4m_chunk(const u8* row, int ch, bool vec) {
-    if (vec) return load_stream16(row + (size_t)ch * 16);
+// The pairs of a block with zero point zp (8 without zero points).
+__device__ __forceinline__ I4mBase i4m_base(float zp) {
+    u32 lo = f32_to_f16(1024.0f + zp), hi = f32_to_f16(-64.0f - zp);
+    return {lo | (lo << 16), hi | (hi << 16)};
+}
+
+// A chunk of a packed row: one 16-byte load when rows are 16-byte aligned (VEC), else four words.
+template <bool VEC>
+__device__ __forceinline__ uint4 i4m_chunk(const u8* row, int ch) {
+    if (VEC) return load_stream16(row + (size_t)ch * 16);
     const u32* w = (const u32*)(row + (size_t)ch * 16);
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
@@ -131,33 +156,100 @@ __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uin
 }
 
 // One round's loads: chunk 4 (q0 + u * split) + t of both rows, u < I4M_ROUND, with the block
-// scale and zero-point base of each (scale 0 past the row: the sums there are 0 anyway).
+// scale of each (and, with zero points, its pairs). A chunk past the row loads the row's first
+// chunk instead and scale 0: its x in B is zero (see i4m_rows), so its products are +0 whatever
+// the weights, as the row's own zero padding would give.
+template <bool ZP>
 struct I4mRound {
     uint4 w[2][I4M_ROUND];
     float s[2][I4M_ROUND];
-    u32 base[2][I4M_ROUND];
+    I4mBase base[2][ZP ? I4M_ROUND : 1];
 };
 
+template <bool VEC, bool ZP>
 __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const float* const (&sc)[2],
                                           const float* const (&zr)[2], int q0, int split, int t,
-                                          int chunks, int bs, bool vec, I4mRound& r) {
+                                          int chunks, int bshift, I4mRound<ZP>& r) {
 #pragma unroll
     for (int u = 0; u < I4M_ROUND; u++) {
         int ch = 4 * (q0 + u * split) + t;
+        bool in = ch < chunks;
+        int c = in ? ch : 0, b = c >> bshift;
 #pragma unroll
         for (int j = 0; j < 2; j++) {
-            if (ch < chunks) {
-                int b = ch * 32 / bs;
-                r.w[j][u] = i4m_chunk(row[j], ch, vec);
-                r.s[j][u] = load_stream_f32(sc[j] + b);
-                r.base[j][u] = i4m_base(zr[j], b);
-            } else {
-                r.w[j][u] = make_uint4(0u, 0u, 0u, 0u);
-                r.s[j][u] = 0.0f;
-                r.base[j][u] = 0u;
-            }
+            r.w[j][u] = i4m_chunk<VEC>(row[j], c);
+            float s = load_stream_f32(sc[j] + b);
+            r.s[j][u] = in ? s : 0.0f;
+            if (ZP) r.base[j][u] = i4m_base(load_stream_f32(zr[j] + b));
         }
     }
+}
+
+// The two rows' sums (row g, row g + 8 of the warp's 16) over the quads part, part + split, ...
+// of the row, scaled by 2^-e (undone by the caller). `r` holds the first round's loads.
+template <bool VEC, bool ZP>
+__device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const float* const (&sc)[2],
+                                         const float* const (&zr)[2], int part, int split,
+                                         int chunks, int bshift, const uint4* xb,
+                                         const uint4* zero, I4mRound<ZP>& r, float (&acc)[2]) {
+    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int quads = (chunks + 3) / 4;
+    // Lanes (g, t) with g / 2 == t give B its column g: x_(g % 2) at lane t's k-slots; every
+    // other lane (and every lane past the row) gives zeros.
+    bool feeds = (g >> 1) == t;
+    I4mBase sym = i4m_base(8.0f);
+    for (int q0 = part; q0 < quads; q0 += I4M_ROUND * split) {
+        I4mRound<ZP> next;
+        if (I4M_PIPE)
+            i4m_fetch<VEC, ZP>(row, sc, zr, q0 + I4M_ROUND * split, split, t, chunks, bshift,
+                               next);
+        else if (q0 != part)
+            i4m_fetch<VEC, ZP>(row, sc, zr, q0, split, t, chunks, bshift, r);
+#pragma unroll
+        for (int u = 0; u < I4M_ROUND; u++) {
+            int q = q0 + u * split;
+            if (q >= quads) break;  // uniform over the warp
+            int ch = 4 * q + t;
+            bool in = ch < chunks;
+            const uint4* bp = feeds && in ? xb + ch * 4 : zero;
+            I4mBase za = ZP ? r.base[0][ZP ? u : 0] : sym, zb = ZP ? r.base[1][ZP ? u : 0] : sym;
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                uint4 b = bp[i];
+                u32 wa = i4m_word(r.w[0][u], i), wb = i4m_word(r.w[1][u], i);
+                i4m_mma(d, i4m_low(wa, za.lo), i4m_low(wb, zb.lo), i4m_high(wa, za.hi),
+                        i4m_high(wb, zb.hi), b.x, b.y);
+                wa >>= 8;
+                wb >>= 8;
+                i4m_mma(d, i4m_low(wa, za.lo), i4m_low(wb, zb.lo), i4m_high(wa, za.hi),
+                        i4m_high(wb, zb.hi), b.z, b.w);
+            }
+            acc[0] = fmaf(r.s[0][u], d[0] + d[1], acc[0]);
+            acc[1] = fmaf(r.s[1][u], d[2] + d[3], acc[1]);
+        }
+        if (I4M_PIPE) r = next;
+    }
+}
+
+// The rows' sums for one alignment and zero-point case: the first round of weight loads goes
+// out before waiting for the kernel that writes x (programmatic dependent launch; see pdl_enter
+// in prelude.cuh), then x is staged and the rows walked.
+template <bool VEC, bool ZP>
+__device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const float* const (&sc)[2],
+                                          const float* const (&zr)[2], const float* x, int k,
+                                          int part, int split, int chunks, int bshift, uint4* xs,
+                                          const uint4* zero, float (&acc)[2]) {
+    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int words = chunks * 4;
+    pdl_trigger();
+    I4mRound<ZP> r;
+    i4m_fetch<VEC, ZP>(row, sc, zr, part, split, t, chunks, bshift, r);
+    pdl_wait();
+    float up = i4m_stage(x, k, words, xs);
+    i4m_rows<VEC, ZP>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero, r,
+                      acc);
+    return up;
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
@@ -166,12 +258,14 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
                          int act) {
     extern __shared__ uint4 i4m_xs[];
     __shared__ float red[I4M_WARPS][16];
+    __shared__ uint4 zero[4];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     int groups = I4M_WARPS / split, part = warp % split;
     int col0 = (blockIdx.x * groups + warp / split) * 16;
-    int nb = (k + bs - 1) / bs, kp = nb * bs, chunks = kp / 32, quads = (chunks + 3) / 4;
-    int words = kp / 8;
-    bool vec = ((size_t)packed & 15) == 0;
+    // The host runs this kernel for power-of-two block sizes of 32 or more only.
+    int nb = (k + bs - 1) / bs, kp = nb * bs, chunks = kp / 32, bshift = __ffs(bs) - 6;
+    // Written before the stage's barrier, read after it.
+    if (threadIdx.x < 4) zero[threadIdx.x] = make_uint4(0u, 0u, 0u, 0u);
     const u8* row[2];
     const float* sc[2];
     const float* zr[2];
@@ -183,45 +277,20 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
         sc[j] = scales + at * nb;
         zr[j] = zp ? zp + at * nb : nullptr;
     }
-    // The first round reads weights only: it goes out before waiting for the kernel that
-    // writes x (programmatic dependent launch; see pdl_enter in prelude.cuh).
-    pdl_trigger();
-    I4mRound r;
-    int q0 = part;
-    i4m_fetch(row, sc, zr, q0, split, t, chunks, bs, vec, r);
-    pdl_wait();
-    float up = i4m_stage(x, k, words, i4m_xs);
-    // Lanes (g, t) with g / 2 == t give B its column g: x_(g % 2) at lane t's k-slots.
-    const uint4* xb = i4m_xs + (g & 1) * words;
-    bool feeds = (g >> 1) == t;
-    float acc[2] = {0.0f, 0.0f};
-    for (; q0 < quads; q0 += I4M_ROUND * split) {
-        I4mRound next;
-        if (I4M_PIPE)
-            i4m_fetch(row, sc, zr, q0 + I4M_ROUND * split, split, t, chunks, bs, vec, next);
-        else if (q0 != part)
-            i4m_fetch(row, sc, zr, q0, split, t, chunks, bs, vec, r);
-#pragma unroll
-        for (int u = 0; u < I4M_ROUND; u++) {
-            int q = q0 + u * split;
-            if (q >= quads) break;  // uniform over the warp
-            int ch = 4 * q + t;
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                uint4 b = feeds && ch < chunks ? xb[ch * 4 + i] : make_uint4(0u, 0u, 0u, 0u);
-                u32 wa = i4m_word(r.w[0][u], i), wb = i4m_word(r.w[1][u], i);
-                u32 za = r.base[0][u], zb = r.base[1][u];
-                i4m_mma(d, i4m_pair(wa, 0, za), i4m_pair(wb, 0, zb), i4m_pair(wa, 4, za),
-                        i4m_pair(wb, 4, zb), b.x, b.y);
-                i4m_mma(d, i4m_pair(wa, 8, za), i4m_pair(wb, 8, zb), i4m_pair(wa, 12, za),
-                        i4m_pair(wb, 12, zb), b.z, b.w);
-            }
-            acc[0] = fmaf(r.s[0][u], d[0] + d[1], acc[0]);
-            acc[1] = fmaf(r.s[1][u], d[2] + d[3], acc[1]);
-        }
-        if (I4M_PIPE) r = next;
-    }
+    float acc[2] = {0.0f, 0.0f}, up;
+    bool vec = ((size_t)packed & 15) == 0;
+    if (vec && zp)
+        up = i4m_body<true, true>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                  acc);
+    else if (vec)
+        up = i4m_body<true, false>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                   acc);
+    else if (zp)
+        up = i4m_body<false, true>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                   acc);
+    else
+        up = i4m_body<false, false>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                    acc);
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 1);

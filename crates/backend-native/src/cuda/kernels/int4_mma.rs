@@ -1,6 +1,6 @@
 //! The tensor-core one-row int4 launch (`kernels/int4_mma.cu`): when it may run (sm_80 or
-//! later, block size 32 or more, integer zero points, x staged in the shared memory the device
-//! grants), its split rule and grid, and the shared-memory opt-in at load.
+//! later, a power-of-two block size of 32 or more, integer zero points, x staged in the shared
+//! memory the device grants), its split rule and grid, and the shared-memory opt-in at load.
 
 use super::{LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, opt_in_shared};
 use crate::error::Error;
@@ -65,7 +65,7 @@ impl Ops<'_> {
         s.m == 1
             && integral_zp
             && block >= 32
-            && block.is_multiple_of(32)
+            && block.is_power_of_two()
             && stage_bytes(s.k, block) <= self.k.int4_mma_shared
     }
 

@@ -101,6 +101,16 @@ __device__ __forceinline__ uint4 i4m_chunk(const u8* row, int ch) {
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// A block scale as f32: stored as f32, or as the model's f16 (gemv_decode_int4_mma_s16: half the
+// bytes, and exactly the same value once converted).
+__device__ __forceinline__ float i4m_scale(const float* p) { return load_stream_f32(p); }
+
+__device__ __forceinline__ float i4m_scale(const u16* p) {
+    u16 h;
+    asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    return f16_to_f32(h);
+}
+
 __device__ __forceinline__ u32 i4m_word(const uint4& q, int i) {
     return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
@@ -166,8 +176,8 @@ struct I4mRound {
     I4mBase base[2][ZP ? I4M_ROUND : 1];
 };
 
-template <bool VEC, bool ZP>
-__device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const float* const (&sc)[2],
+template <bool VEC, bool ZP, typename S>
+__device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const S* const (&sc)[2],
                                           const float* const (&zr)[2], int q0, int split, int t,
                                           int chunks, int bshift, I4mRound<ZP>& r) {
 #pragma unroll
@@ -178,7 +188,7 @@ __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const float
 #pragma unroll
         for (int j = 0; j < 2; j++) {
             r.w[j][u] = i4m_chunk<VEC>(row[j], c);
-            float s = load_stream_f32(sc[j] + b);
+            float s = i4m_scale(sc[j] + b);
             r.s[j][u] = in ? s : 0.0f;
             if (ZP) r.base[j][u] = i4m_base(load_stream_f32(zr[j] + b));
         }
@@ -187,8 +197,8 @@ __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const float
 
 // The two rows' sums (row g, row g + 8 of the warp's 16) over the quads part, part + split, ...
 // of the row, scaled by 2^-e (undone by the caller). `r` holds the first round's loads.
-template <bool VEC, bool ZP>
-__device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const float* const (&sc)[2],
+template <bool VEC, bool ZP, typename S>
+__device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* const (&sc)[2],
                                          const float* const (&zr)[2], int part, int split,
                                          int chunks, int bshift, const uint4* xb,
                                          const uint4* zero, I4mRound<ZP>& r, float (&acc)[2]) {
@@ -201,10 +211,10 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const float*
     for (int q0 = part; q0 < quads; q0 += I4M_ROUND * split) {
         I4mRound<ZP> next;
         if (I4M_PIPE)
-            i4m_fetch<VEC, ZP>(row, sc, zr, q0 + I4M_ROUND * split, split, t, chunks, bshift,
-                               next);
+            i4m_fetch<VEC, ZP, S>(row, sc, zr, q0 + I4M_ROUND * split, split, t, chunks, bshift,
+                                  next);
         else if (q0 != part)
-            i4m_fetch<VEC, ZP>(row, sc, zr, q0, split, t, chunks, bshift, r);
+            i4m_fetch<VEC, ZP, S>(row, sc, zr, q0, split, t, chunks, bshift, r);
 #pragma unroll
         for (int u = 0; u < I4M_ROUND; u++) {
             int q = q0 + u * split;
@@ -235,8 +245,8 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const float*
 // The rows' sums for one alignment and zero-point case: the first round of weight loads goes
 // out before waiting for the kernel that writes x (programmatic dependent launch; see pdl_enter
 // in prelude.cuh), then x is staged and the rows walked.
-template <bool VEC, bool ZP>
-__device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const float* const (&sc)[2],
+template <bool VEC, bool ZP, typename S>
+__device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* const (&sc)[2],
                                           const float* const (&zr)[2], const float* x, int k,
                                           int part, int split, int chunks, int bshift, uint4* xs,
                                           const uint4* zero, float (&acc)[2]) {
@@ -244,18 +254,19 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const float
     int words = chunks * 4;
     pdl_trigger();
     I4mRound<ZP> r;
-    i4m_fetch<VEC, ZP>(row, sc, zr, part, split, t, chunks, bshift, r);
+    i4m_fetch<VEC, ZP, S>(row, sc, zr, part, split, t, chunks, bshift, r);
     pdl_wait();
     float up = i4m_stage(x, k, words, xs);
-    i4m_rows<VEC, ZP>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero, r,
-                      acc);
+    i4m_rows<VEC, ZP, S>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero,
+                         r, acc);
     return up;
 }
 
-extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp, const float* x,
-                         const float* bias, float* y, int n, int k, int bs, int split, int glu,
-                         int act) {
+// The whole launch for scales of type S (f32, or the model's f16 as u16 bits).
+template <typename S>
+__device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales, const float* zp,
+                                              const float* x, const float* bias, float* y, int n,
+                                              int k, int bs, int split, int glu, int act) {
     extern __shared__ uint4 i4m_xs[];
     __shared__ float red[I4M_WARPS][16];
     __shared__ uint4 zero[4];
@@ -267,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     // Written before the stage's barrier, read after it.
     if (threadIdx.x < 4) zero[threadIdx.x] = make_uint4(0u, 0u, 0u, 0u);
     const u8* row[2];
-    const float* sc[2];
+    const S* sc[2];
     const float* zr[2];
 #pragma unroll
     for (int j = 0; j < 2; j++) {
@@ -280,17 +291,17 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     float acc[2] = {0.0f, 0.0f}, up;
     bool vec = ((size_t)packed & 15) == 0;
     if (vec && zp)
-        up = i4m_body<true, true>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                  acc);
+        up = i4m_body<true, true, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                     acc);
     else if (vec)
-        up = i4m_body<true, false>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                   acc);
+        up = i4m_body<true, false, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                      acc);
     else if (zp)
-        up = i4m_body<false, true>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                   acc);
+        up = i4m_body<false, true, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                      acc);
     else
-        up = i4m_body<false, false>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                    acc);
+        up = i4m_body<false, false, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
+                                       acc);
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 1);
@@ -320,4 +331,19 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
         return;
     }
     linear_store(sum, bias, col, act, y + col);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
+    gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp, const float* x,
+                         const float* bias, float* y, int n, int k, int bs, int split, int glu,
+                         int act) {
+    i4m_main_body(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
+}
+
+// The same launch reading the model's f16 scales (u16 bits): the same bits out.
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
+    gemv_decode_int4_mma_s16(const u8* packed, const u16* scales, const float* zp, const float* x,
+                             const float* bias, float* y, int n, int k, int bs, int split,
+                             int glu, int act) {
+    i4m_main_body(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
 }

@@ -2,12 +2,12 @@
 //! `genai_backend_native::cuda::gemv_timing`): one JSON line per run on stdout.
 //!
 //! `cargo bench -p genai-backend-native --features cuda --bench cuda_gemv -- [MODEL,...]
-//! [--weights fp16|int4|int4-sym] [--splits rule,1,2,4] [--reps N]`. Models: qwen2.5-0.5b,
-//! qwen2.5-1.5b, llama3-8b (default: all three), or grid (plain n × k layers for fitting split
-//! rules). fp16: each numbered split runs with `gemv_decode_*` and with the pipelined
-//! `gemv_decode_pipe_*`, and `rule` is the decode rule's choice; int4 (with zero points) and
-//! int4-sym (without): the rule's kernel and split only. Kernel variants come from
-//! `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
+//! [--weights fp16|int4|int4-sym|int4-s16|int4-sym-s16] [--splits rule,1,2,4] [--reps N]`.
+//! Models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b (default: all three), or grid (plain n × k
+//! layers for fitting split rules). fp16: each numbered split runs with `gemv_decode_*` and with
+//! the pipelined `gemv_decode_pipe_*`, and `rule` is the decode rule's choice; int4 (with zero
+//! points) and int4-sym (without), `-s16` with f16 scales: the rule's kernel and split only.
+//! Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
 
 use genai_backend_native::cuda::gemv_timing::{BenchWeights, GemvCase, model_cases, time_gemvs};
 use std::process::ExitCode;
@@ -49,12 +49,10 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            "--weights" => match it.next().map(String::as_str) {
-                Some("fp16") => weights = BenchWeights::Fp16,
-                Some("int4") => weights = BenchWeights::Int4 { zero_points: true },
-                Some("int4-sym") => weights = BenchWeights::Int4 { zero_points: false },
-                other => {
-                    eprintln!("--weights takes fp16, int4 or int4-sym, not {other:?}");
+            "--weights" => match it.next().map(String::as_str).and_then(BenchWeights::parse) {
+                Some(w) => weights = w,
+                None => {
+                    eprintln!("--weights takes fp16, int4, int4-sym, int4-s16 or int4-sym-s16");
                     return ExitCode::FAILURE;
                 }
             },
@@ -98,11 +96,7 @@ fn main() -> ExitCode {
                     t.case.n,
                     t.case.k,
                     t.case.glu,
-                    match t.weights {
-                        BenchWeights::Fp16 => "fp16",
-                        BenchWeights::Int4 { zero_points: true } => "int4",
-                        BenchWeights::Int4 { zero_points: false } => "int4-sym",
-                    },
+                    t.weights.name(),
                     defines.replace(['"', '\\'], ""),
                     t.kernel,
                     t.split,

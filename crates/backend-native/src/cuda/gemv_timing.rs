@@ -4,7 +4,7 @@
 //! weights in the L2, and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{Kernels, LinearShape, OneRow, Ops, launch_error as cuda};
+use crate::cuda::kernels::{Int4Fp32, Kernels, LinearShape, OneRow, Ops, launch_error as cuda};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use std::time::Instant;
@@ -23,11 +23,51 @@ pub struct GemvCase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchWeights {
     Fp16,
-    /// MatMulNBits int4 as CompFp32 layers hold it on the device: block 32, f32 scales, and
-    /// with `zero_points` f32 integral zero points (the tensor-core kernel where it fits).
+    /// MatMulNBits int4 as CompFp32 layers hold it on the device: block 32, f32 scales (with
+    /// `half_scales` the f16 ones the tensor-core kernel then reads), and with `zero_points`
+    /// f32 integral zero points (the tensor-core kernel where it fits).
     Int4 {
         zero_points: bool,
+        half_scales: bool,
     },
+}
+
+impl BenchWeights {
+    /// The `--weights` name: fp16, int4, int4-sym (no zero points), and `-s16` after either
+    /// int4 name for f16 scales.
+    pub fn parse(name: &str) -> Option<Self> {
+        let (base, half_scales) = match name.strip_suffix("-s16") {
+            Some(base) => (base, true),
+            None => (name, false),
+        };
+        match base {
+            "fp16" if !half_scales => Some(BenchWeights::Fp16),
+            "int4" => Some(BenchWeights::Int4 {
+                zero_points: true,
+                half_scales,
+            }),
+            "int4-sym" => Some(BenchWeights::Int4 {
+                zero_points: false,
+                half_scales,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The name [`BenchWeights::parse`] reads.
+    pub fn name(self) -> String {
+        match self {
+            BenchWeights::Fp16 => "fp16".into(),
+            BenchWeights::Int4 {
+                zero_points,
+                half_scales,
+            } => format!(
+                "int4{}{}",
+                if zero_points { "" } else { "-sym" },
+                if half_scales { "-s16" } else { "" }
+            ),
+        }
+    }
 }
 
 /// Block size of [`BenchWeights::Int4`].
@@ -38,9 +78,14 @@ impl BenchWeights {
     pub fn bytes(self, n: usize, k: usize) -> usize {
         match self {
             BenchWeights::Fp16 => n * k * 2,
-            // Per block of a row: 16 packed bytes, a scale and a zero point (f32 each).
-            BenchWeights::Int4 { zero_points } => {
-                n * k.div_ceil(INT4_BLOCK) * (INT4_BLOCK / 2 + if zero_points { 8 } else { 4 })
+            // Per block of a row: 16 packed bytes, a scale (f32, or f16) and an f32 zero point.
+            BenchWeights::Int4 {
+                zero_points,
+                half_scales,
+            } => {
+                let scale = if half_scales { 2 } else { 4 };
+                let zp = if zero_points { 4 } else { 0 };
+                n * k.div_ceil(INT4_BLOCK) * (INT4_BLOCK / 2 + scale + zp)
             }
         }
     }
@@ -209,7 +254,10 @@ pub fn time_gemvs(
                     );
                 }
             }
-            BenchWeights::Int4 { zero_points } => {
+            BenchWeights::Int4 {
+                zero_points,
+                half_scales,
+            } => {
                 let blocks_per_row = case.k.div_ceil(INT4_BLOCK);
                 let per_row = case.n * blocks_per_row;
                 let parts = (0..copies)
@@ -217,18 +265,26 @@ pub fn time_gemvs(
                         Ok((
                             DevBuf::<u8>::zeros(&stream, per_row * INT4_BLOCK / 2)?,
                             DevBuf::<f32>::zeros(&stream, per_row)?,
+                            half_scales
+                                .then(|| DevBuf::<u16>::zeros(&stream, per_row))
+                                .transpose()?,
                             zero_points
                                 .then(|| DevBuf::<f32>::zeros(&stream, per_row))
                                 .transpose()?,
                         ))
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
-                let (kernel, config, split) = ops.int4_one_row(&shape, INT4_BLOCK, true)?;
+                let (kernel, config, split) =
+                    ops.int4_one_row(&shape, INT4_BLOCK, true, half_scales)?;
                 let timing = time_graph(&stream, launches, reps, |i| {
-                    let (packed, scales, zp) = &parts[i % copies];
+                    let (packed, scales, scales_f16, zp) = &parts[i % copies];
                     ops.gemv_int4_f32(
                         (packed.ptr, scales.ptr, zp.as_ref().map_or(0, |z| z.ptr)),
-                        (INT4_BLOCK, true),
+                        Int4Fp32 {
+                            block: INT4_BLOCK,
+                            integral_zp: true,
+                            scales_f16: scales_f16.as_ref().map_or(0, |s| s.ptr),
+                        },
                         x.ptr,
                         0,
                         y.ptr,
@@ -286,15 +342,25 @@ mod tests {
     #[test]
     fn int4_layers_count_packed_values_scales_and_zero_points() {
         assert_eq!(BenchWeights::Fp16.bytes(10, 64), 1280);
-        // 2 blocks of 32 per row: 2 × (16 + 4 + 4) bytes.
-        let (asym, sym) = (
-            BenchWeights::Int4 { zero_points: true },
-            BenchWeights::Int4 { zero_points: false },
-        );
-        assert_eq!(asym.bytes(10, 64), 480);
-        assert_eq!(sym.bytes(10, 64), 400);
+        // 2 blocks of 32 per row: 2 × (16 + 4 + 4) bytes; f16 scales 2 bytes less a block.
+        let int4 = |name| BenchWeights::parse(name).expect("a --weights name");
+        assert_eq!(int4("int4").bytes(10, 64), 480);
+        assert_eq!(int4("int4-sym").bytes(10, 64), 400);
+        assert_eq!(int4("int4-s16").bytes(10, 64), 440);
+        assert_eq!(int4("int4-sym-s16").bytes(10, 64), 360);
         // A partial last block is stored whole.
-        assert_eq!(asym.bytes(1, 33), 48);
+        assert_eq!(int4("int4").bytes(1, 33), 48);
+    }
+
+    #[test]
+    fn weight_names_round_trip_and_unknown_ones_are_refused() {
+        for name in ["fp16", "int4", "int4-sym", "int4-s16", "int4-sym-s16"] {
+            let w = BenchWeights::parse(name).expect("a --weights name");
+            assert_eq!(w.name(), name);
+        }
+        for name in ["fp16-s16", "int8", "", "int4-s16-s16", "INT4"] {
+            assert_eq!(BenchWeights::parse(name), None, "{name}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! device memory (resident) or in page-locked host memory (streamed into a slot every step).
 
 use crate::cuda::blas::GemmType;
+use crate::cuda::kernels::int4_mma_form;
 use crate::error::Error;
 use genai_frontend::{Int4Weight as PlanInt4, Linear, Table, Tensor, Weight, WeightDType};
 use genai_onnx::{DataType, OnnxModel};
@@ -233,6 +234,8 @@ pub(crate) struct Parts {
     pub main: usize,
     /// f32 block scales (int4).
     pub scales: Option<usize>,
+    /// The same scales as f16 bits, where kept ([`INT4_SCALES_ENV`]).
+    pub scales_f16: Option<usize>,
     /// f32 zero points (int4, float path).
     pub zp_f32: Option<usize>,
     /// u8 zero points (int4, CompInt8 path).
@@ -261,6 +264,23 @@ fn append(image: &mut Vec<u8>, data: impl IntoIterator<Item = u8>) -> usize {
     offset
 }
 
+/// Set to `f16` to keep the model's f16 scales of CompFp32 int4 layers the tensor-core kernel
+/// suits (where every scale is exactly an f16) beside the f32 ones: one-row steps then read
+/// them (`gemv_decode_int4_mma_s16`), half the scale bytes for the same values, for that part's
+/// room in device memory.
+pub const INT4_SCALES_ENV: &str = "GENAI_BRIDGE_INT4_SCALES";
+
+/// The scales as f16 bits when every one is exactly an f16, else None.
+fn f16_scales(scales: &[f32]) -> Option<Vec<u16>> {
+    scales
+        .iter()
+        .map(|&s| {
+            let h = half::f16::from_f32(s);
+            (h.to_f32().to_bits() == s.to_bits()).then_some(h.to_bits())
+        })
+        .collect()
+}
+
 /// Whether float zero points are all integers a nibble holds (0..=15).
 fn integral_zero_points(zp: &[f32]) -> bool {
     zp.iter()
@@ -273,8 +293,15 @@ fn f32_bytes(values: &[f32]) -> impl Iterator<Item = u8> + '_ {
 }
 
 impl HostLinear {
-    /// The layer as one image (the dense values are moved, not copied).
+    /// The layer as one image (the dense values are moved, not copied); f16 scales kept as
+    /// [`INT4_SCALES_ENV`] says.
     pub fn into_image(self) -> Image {
+        let half = std::env::var(INT4_SCALES_ENV).is_ok_and(|v| v == "f16");
+        self.into_image_with(half)
+    }
+
+    /// [`HostLinear::into_image`], keeping f16 scales where `half_scales` and the layer suit.
+    pub fn into_image_with(self, half_scales: bool) -> Image {
         let (mut bytes, form, mut parts) = match self.weight {
             HostWeight::Dense { kernel, nk } => (nk, Form::Dense { kernel }, Parts::default()),
             HostWeight::Int4 {
@@ -287,11 +314,16 @@ impl HostLinear {
                 prompt,
             } => {
                 let integral_zp = zp_f32.as_deref().is_none_or(integral_zero_points);
+                let half = half_scales && !int8 && int4_mma_form(block, integral_zp);
                 let mut bytes = packed;
                 let mut parts = Parts {
                     scales: Some(append(&mut bytes, f32_bytes(&scales))),
                     ..Parts::default()
                 };
+                if let Some(h) = half.then(|| f16_scales(&scales)).flatten() {
+                    parts.scales_f16 =
+                        Some(append(&mut bytes, h.iter().flat_map(|v| v.to_le_bytes())));
+                }
                 parts.zp_f32 = zp_f32.map(|z| append(&mut bytes, f32_bytes(&z)));
                 parts.zp_u8 = zp_u8.map(|z| append(&mut bytes, z));
                 (
@@ -631,6 +663,45 @@ mod tests {
         let image = dense.into_image();
         assert_eq!(image.bytes, values);
         assert_eq!(image.parts.bias, None);
+    }
+
+    #[test]
+    fn f16_scales_are_kept_only_where_asked_exact_and_read_by_the_tensor_cores() {
+        let half_scales = |layer: HostLinear| layer.into_image_with(true).parts.scales_f16;
+        // Scales 0..8 are f16 values; integral zero points, block 32, CompFp32: kept, aligned,
+        // after the f32 ones, the same values.
+        let image = int4(4, 64, 32, false).into_image_with(true);
+        let at = image.parts.scales_f16.expect("f16 scales");
+        assert_eq!(at % super::IMAGE_ALIGN, 0);
+        let bits =
+            |i: usize| u16::from_le_bytes([image.bytes[at + 2 * i], image.bytes[at + 2 * i + 1]]);
+        assert_eq!(
+            (0..8)
+                .map(|i| half::f16::from_bits(bits(i)).to_f32())
+                .collect::<Vec<_>>(),
+            (0..8).map(|i| i as f32).collect::<Vec<_>>()
+        );
+        // Not unless asked, not for CompInt8, block 16 or float zero points, and not when one
+        // scale is not exactly an f16.
+        assert_eq!(
+            int4(4, 64, 32, false)
+                .into_image_with(false)
+                .parts
+                .scales_f16,
+            None
+        );
+        assert_eq!(half_scales(int4(4, 64, 32, true)), None);
+        assert_eq!(half_scales(int4(4, 64, 16, false)), None);
+        let mut fractional = int4(4, 64, 32, false);
+        if let HostWeight::Int4 { zp_f32, .. } = &mut fractional.weight {
+            zp_f32.as_mut().expect("zero points")[0] = 7.5;
+        }
+        assert_eq!(half_scales(fractional), None);
+        let mut inexact = int4(4, 64, 32, false);
+        if let HostWeight::Int4 { scales, .. } = &mut inexact.weight {
+            scales[5] = 1.0 + f32::EPSILON;
+        }
+        assert_eq!(half_scales(inexact), None);
     }
 
     #[test]

@@ -20,6 +20,8 @@ mod spread;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 pub(crate) use fold::NormFold;
+pub(crate) use int4::Int4Fp32;
+pub(crate) use int4_mma::int4_mma_form;
 pub(crate) use spread::{SpreadIn, SpreadOut};
 
 /// Blocks of the first argmax pass (and partials it leaves).
@@ -48,7 +50,8 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
-    /// Dynamic shared memory `gemv_decode_int4_mma` may use here; 0: it does not run.
+    /// Dynamic shared memory `gemv_decode_int4_mma` (and `_s16`) may use here; 0: they do not
+    /// run.
     pub int4_mma_shared: usize,
 }
 
@@ -143,7 +146,10 @@ impl Kernels {
         let int4_mma_shared = int4_mma::probe(
             &device.ctx,
             device.major,
-            functions.get("gemv_decode_int4_mma"),
+            [
+                functions.get("gemv_decode_int4_mma"),
+                functions.get("gemv_decode_int4_mma_s16"),
+            ],
         );
         let decode_gemv = DecodeGemv::from_env();
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries

@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, LinearShape, NormFold, Ops, SpreadIn, SpreadOut};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, NormFold, Ops, SpreadIn, SpreadOut};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -43,13 +43,18 @@ pub(crate) struct QuantScratch {
 impl DevLinear {
     /// A prepared layer, not placed yet.
     pub fn prepare(h: HostLinear) -> Self {
+        Self::from_image(h.into_image())
+    }
+
+    /// A layer of this image, not placed yet.
+    fn from_image(image: Image) -> Self {
         let Image {
             bytes,
             form,
             parts,
             k,
             n,
-        } = h.into_image();
+        } = image;
         DevLinear {
             form,
             parts,
@@ -101,8 +106,9 @@ impl DevLinear {
     }
 
     /// Bytes one decode step (one row) reads of the layer: the image of a dense layer; of an
-    /// int4 one the packed data, the f32 scales, the bias and the zero points of its path (u8
-    /// for CompInt8, f32 for CompFp32; the image carries both where the model has u8 ones).
+    /// int4 one the packed data, the scales (f16 where the image keeps them: the tensor-core
+    /// kernel reads those; else f32), the bias and the zero points of its path (u8 for
+    /// CompInt8, f32 for CompFp32; the image carries both where the model has u8 ones).
     pub fn step_bytes(&self) -> usize {
         let Form::Int4 { block, int8, .. } = self.form else {
             return self.bytes;
@@ -114,7 +120,12 @@ impl DevLinear {
             self.parts.zp_f32.map_or(0, |_| blocks * 4)
         };
         let bias = self.parts.bias.map_or(0, |_| self.n * 4);
-        blocks * block / 2 + blocks * 4 + zero_points + bias
+        let scale = if self.parts.scales_f16.is_some() {
+            2
+        } else {
+            4
+        };
+        blocks * block / 2 + blocks * scale + zero_points + bias
     }
 
     fn base(&self) -> Result<DevPtr, Error> {
@@ -202,7 +213,11 @@ impl DevLinear {
                     integral_zp,
                 } => ops.int4_fp32(
                     (main, scales, at(self.parts.zp_f32)),
-                    (block, integral_zp),
+                    Int4Fp32 {
+                        block,
+                        integral_zp,
+                        scales_f16: at(self.parts.scales_f16),
+                    },
                     prompt,
                     x,
                     bias,
@@ -346,8 +361,12 @@ mod tests {
     use crate::cuda::host::{HostLinear, HostWeight};
 
     fn int4(n: usize, k: usize, int8: bool, zero_points: bool) -> DevLinear {
+        DevLinear::prepare(host_int4(n, k, int8, zero_points))
+    }
+
+    fn host_int4(n: usize, k: usize, int8: bool, zero_points: bool) -> HostLinear {
         let (block, nb) = (32, k.div_ceil(32));
-        DevLinear::prepare(HostLinear {
+        HostLinear {
             weight: HostWeight::Int4 {
                 packed: vec![0x21; n * nb * block / 2],
                 scales: vec![0.5; n * nb],
@@ -360,7 +379,7 @@ mod tests {
             bias: Some(vec![0.0; n]),
             k,
             n,
-        })
+        }
     }
 
     #[test]
@@ -383,5 +402,12 @@ mod tests {
         // The image holds both kinds of zero points (and alignment padding): more than a step.
         let layer = int4(n, k, false, true);
         assert!(layer.weight_bytes() > layer.step_bytes());
+        // Where the image keeps the f16 scales, a step reads those instead of the f32 ones.
+        let half = |zero_points| {
+            let image = host_int4(n, k, false, zero_points).into_image_with(true);
+            DevLinear::from_image(image).step_bytes()
+        };
+        assert_eq!(half(false), packed + blocks * 2 + bias);
+        assert_eq!(half(true), packed + blocks * 6 + bias);
     }
 }

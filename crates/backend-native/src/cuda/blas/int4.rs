@@ -7,7 +7,7 @@
 //! order. CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
 use super::{Blas, ColMajor, GemmType, MIN_ROWS, dequant_cols, elementwise_blocks};
-use crate::cuda::kernels::{DevPtr, LinearShape, Ops, cfg, int, launch};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops, cfg, int, launch};
 use crate::error::Error;
 
 /// A MatMulNBits weight on the device: packed data, f32 scales, f32 zero points (0: none).
@@ -20,7 +20,7 @@ impl Ops<'_> {
     pub fn int4_fp32(
         &self,
         parts: Int4Parts,
-        (block, integral_zp): (usize, bool),
+        form: Int4Fp32,
         prompt: GemmType,
         x: DevPtr,
         bias: DevPtr,
@@ -30,9 +30,9 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         match self.blas {
             Some(blas) if s.m >= MIN_ROWS && blas.dequant.len > 0 => {
-                self.gemm_int4(blas, parts, block, prompt, x, bias, y, s, act)
+                self.gemm_int4(blas, parts, form.block, prompt, x, bias, y, s, act)
             }
-            _ => self.gemv_int4_f32(parts, (block, integral_zp), x, bias, y, s, act),
+            _ => self.gemv_int4_f32(parts, form, x, bias, y, s, act),
         }
     }
 

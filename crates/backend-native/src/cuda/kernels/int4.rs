@@ -9,6 +9,10 @@ use super::{
 use crate::error::Error;
 use cudarc::driver::LaunchConfig;
 
+/// The tensor-core one-row kernel on f32 scales, and on the model's f16 scales.
+const MMA: &str = "gemv_decode_int4_mma";
+const MMA_S16: &str = "gemv_decode_int4_mma_s16";
+
 /// Chunks (16 bytes, 32 values) per column a lane of `gemv_decode_int4_*` loads per round
 /// (`I4D_LOADS` in kernels/int4_decode.cu).
 const I4D_LOADS: usize = 2;
@@ -17,6 +21,17 @@ const I4D_LOADS: usize = 2;
 const WARP_VALUES: usize = 32 * 32;
 /// Values of a row one warp covers in two load rounds: longer rows are split further.
 const ROUND_VALUES: usize = 2 * I4D_LOADS * WARP_VALUES;
+
+/// How a CompFp32 layer's GEMV may run: its block size, whether its zero points are integers
+/// (or absent; the tensor cores need them), and the model's f16 scales where the layer's image
+/// holds them as well (0: it does not; `host.rs`), which the tensor-core kernel then reads
+/// instead of the f32 ones: half the scale bytes, the same values.
+#[derive(Debug, Clone, Copy)]
+pub struct Int4Fp32 {
+    pub block: usize,
+    pub integral_zp: bool,
+    pub scales_f16: DevPtr,
+}
 
 /// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
 pub(super) fn check_block(block: usize) -> Result<i32, Error> {
@@ -71,13 +86,13 @@ impl LinearShape {
 }
 
 impl Ops<'_> {
-    /// MatMulNBits linear, dequantising to f32 (CompFp32). `integral_zp`: the zero points are
-    /// integers (or absent), so one row may run on the tensor cores (`gemv_decode_int4_mma`).
+    /// MatMulNBits linear, dequantising to f32 (CompFp32); one row may run on the tensor cores
+    /// (`gemv_decode_int4_mma`, or `_s16` on the f16 scales) as `form` allows.
     #[allow(clippy::too_many_arguments)]
     pub fn gemv_int4_f32(
         &self,
         (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
-        (block, integral_zp): (usize, bool),
+        form: Int4Fp32,
         x: DevPtr,
         bias: DevPtr,
         y: DevPtr,
@@ -85,11 +100,18 @@ impl Ops<'_> {
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
+        let block = form.block;
         let bs = check_block(block)?;
         check_packed(packed)?;
         if s.int4_decode(self.k.decode_gemv) {
-            // The tensor-core kernel takes the scalar one's arguments.
-            let (name, config, split) = self.int4_one_row(&s, block, integral_zp)?;
+            // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales).
+            let half = form.scales_f16 != 0;
+            let (name, config, split) = self.int4_one_row(&s, block, form.integral_zp, half)?;
+            let scales = if name == MMA_S16 {
+                form.scales_f16
+            } else {
+                scales
+            };
             let f = self.k.get(name)?;
             let split = int("split", split)?;
             return launch!(
@@ -126,16 +148,18 @@ impl Ops<'_> {
     }
 
     /// The kernel, launch and split of one CompFp32 int4 row of this shape: the tensor-core
-    /// kernel where it fits, else `gemv_decode_int4_f32`.
+    /// kernel where it fits (reading the f16 scales where `half_scales` says the layer has
+    /// them), else `gemv_decode_int4_f32`.
     pub(crate) fn int4_one_row(
         &self,
         s: &LinearShape,
         block: usize,
         integral_zp: bool,
+        half_scales: bool,
     ) -> Result<(&'static str, LaunchConfig, usize), Error> {
         if self.int4_mma_fits(s, block, integral_zp) {
             let (config, split) = self.int4_mma_config(s, block)?;
-            Ok(("gemv_decode_int4_mma", config, split))
+            Ok((if half_scales { MMA_S16 } else { MMA }, config, split))
         } else {
             let split = s.decode_split_int4();
             let config = cfg(s.decode_grid(split)?, 32 * DEC_WARPS as u32, 0);

@@ -19,21 +19,23 @@ const QUAD: usize = 128;
 /// the tensor-core kernel could (an A/B switch; the results differ in rounding only).
 pub const INT4_MMA_ENV: &str = "GENAI_BRIDGE_INT4_MMA";
 
-/// Opts `gemv_decode_int4_mma` into the device's shared memory and returns the dynamic bytes
-/// a launch may use: 0 where the kernel must not run (before sm_80, switched off, or the
-/// opt-in failed).
-pub(super) fn probe(ctx: &CudaContext, major: i32, f: Option<&CudaFunction>) -> usize {
+/// Opts `gemv_decode_int4_mma` and its f16-scale twin into the device's shared memory and
+/// returns the dynamic bytes a launch of either may use: 0 where they must not run (before
+/// sm_80, switched off, or an opt-in failed).
+pub(super) fn probe(ctx: &CudaContext, major: i32, fs: [Option<&CudaFunction>; 2]) -> usize {
     let off = std::env::var(INT4_MMA_ENV).is_ok_and(|v| v == "0");
-    let Some(f) = f.filter(|_| major >= 8 && !off) else {
-        return 0;
-    };
-    if ctx.bind_to_thread().is_err() {
+    if major < 8 || off || ctx.bind_to_thread().is_err() {
         return 0;
     }
-    f.shared_size_bytes()
-        .ok()
-        .and_then(|fixed| opt_in_shared(ctx, f, fixed as usize, 0))
-        .unwrap_or(0)
+    let mut shared = usize::MAX;
+    for f in fs {
+        let granted = f.and_then(|f| {
+            let fixed = f.shared_size_bytes().ok()?;
+            opt_in_shared(ctx, f, fixed as usize, 0)
+        });
+        shared = shared.min(granted.unwrap_or(0));
+    }
+    shared
 }
 
 /// Dynamic shared memory of a launch: x as f16 hi and lo halves over the padded row.
@@ -58,14 +60,18 @@ impl LinearShape {
     }
 }
 
+/// Whether CompFp32 layers of this block size and zero points (`integral_zp`: integers, or
+/// none) suit the tensor-core kernel, before what only a device knows (its shared memory).
+pub(crate) fn int4_mma_form(block: usize, integral_zp: bool) -> bool {
+    integral_zp && block >= 32 && block.is_power_of_two()
+}
+
 impl Ops<'_> {
     /// Whether one row of a CompFp32 layer of this shape runs on the tensor cores here:
     /// `integral_zp` says the zero points are integers (or absent).
     pub(crate) fn int4_mma_fits(&self, s: &LinearShape, block: usize, integral_zp: bool) -> bool {
         s.m == 1
-            && integral_zp
-            && block >= 32
-            && block.is_power_of_two()
+            && int4_mma_form(block, integral_zp)
             && stage_bytes(s.k, block) <= self.k.int4_mma_shared
     }
 

@@ -9,7 +9,7 @@ use super::epilogue::{epilogue_limit, host_epilogue};
 use super::linear::{shifted_f32, verdict};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::kernels::{DevPtr, LinearShape};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -182,7 +182,21 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
     let (cols, nb) = (case.cols(), k.div_ceil(bs));
     let width = if glu >= 0 { case.n } else { cols };
     let packed = rng.bytes(cols * nb * bs / 2);
-    let scales: Vec<f32> = rng.vec(cols * nb).iter().map(|v| v * 0.05).collect();
+    // Tensor-core cases take f16-exact scales, so that their second run can read them as f16
+    // (`gemv_decode_int4_mma_s16`) and must still equal the first bit for bit.
+    let scales: Vec<f32> = rng
+        .vec(cols * nb)
+        .iter()
+        .map(|v| v * 0.05)
+        .map(|s| match case.tensor {
+            true => half::f16::from_f32(s).to_f32(),
+            false => s,
+        })
+        .collect();
+    let scales_f16: Vec<u16> = scales
+        .iter()
+        .map(|&s| half::f16::from_f32(s).to_bits())
+        .collect();
     let zp = rng.bytes(cols * nb.div_ceil(2));
     let x: Vec<f32> = rng.vec(m * k).iter().map(|v| v * case.x_scale).collect();
     let bias = rng.vec(cols);
@@ -208,6 +222,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
     let p_al = c.up(&packed)?;
     let p_sh = c.up(&[vec![0u8; 4], packed.clone()].concat())?;
     let (ds, x_al, x_sh) = (c.up(&scales)?, c.up(&x)?, shifted_f32(c, &x)?);
+    let ds16 = c.up(&scales_f16)?;
     let (dzu, dzf, db) = (c.up(&zu)?, c.up(&zf)?, c.up(&bias)?);
     let (zu_ptr, zf_ptr) = if case.zp { (dzu.ptr, dzf.ptr) } else { (0, 0) };
     let bias_ptr = if case.bias { db.ptr } else { 0 };
@@ -222,7 +237,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
         ldy: width,
         glu,
     };
-    let run = |p: DevPtr, xp: DevPtr, q: DevPtr| -> Result<Vec<f32>, Error> {
+    let run = |p: DevPtr, xp: DevPtr, q: DevPtr, half: bool| -> Result<Vec<f32>, Error> {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * width)?;
         if acc == 4 {
             let parts = (p, ds.ptr, zu_ptr);
@@ -230,19 +245,24 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
                 .gemv_int4_i8(parts, bs, xp, (q, sa.ptr), bias_ptr, dy.ptr, s, act)?;
         } else {
             let parts = (p, ds.ptr, zf_ptr);
+            let form = Int4Fp32 {
+                block: bs,
+                integral_zp: case.tensor,
+                scales_f16: if half { ds16.ptr } else { 0 },
+            };
             c.ops()
-                .gemv_int4_f32(parts, (bs, case.tensor), xp, bias_ptr, dy.ptr, s, act)?;
+                .gemv_int4_f32(parts, form, xp, bias_ptr, dy.ptr, s, act)?;
         }
         c.down(&dy, m * width)
     };
-    let first = run(p_al.ptr, x_al.ptr, qa.ptr)?;
-    let again = run(p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8)?;
+    let first = run(p_al.ptr, x_al.ptr, qa.ptr, false)?;
+    let again = run(p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8, case.tensor)?;
     let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
     let mut name = name(&case);
     if case.tensor {
         let mma = c.ops().int4_mma_fits(&s, bs, true);
         name += if mma {
-            " tensor cores"
+            " tensor cores (f32 scales, then f16 scales shifted)"
         } else {
             " (tensor cores do not fit: scalar)"
         };

@@ -24,8 +24,8 @@
 // the split warps in warp order: the bits depend on (k, n, block) and the values only.
 
 #define I4M_WARPS 8
-// Blocks per SM the launch bounds leave registers for (96 registers at 2; a tuning run may
-// define 3: 80 registers with 132 bytes of spill stores; GENAI_BRIDGE_NVRTC_DEFINES).
+// Blocks per SM the launch bounds leave registers for (110 registers at 2; a tuning run may
+// define 3, which spills; GENAI_BRIDGE_NVRTC_DEFINES).
 #ifndef I4M_MIN_BLOCKS
 #define I4M_MIN_BLOCKS 2
 #endif
@@ -39,9 +39,12 @@
 #ifndef I4M_PIPE
 #define I4M_PIPE 0
 #endif
-// I4M_STAGE_VEC=1 (another knob): the stage reads x as float4 (where x is 16-byte aligned and k
-// a multiple of 8): the max pass with its loads unrolled, the split pass two loads a word
-// instead of eight; the same values, so the same bits.
+// I4M_STAGE_VEC (1 since round 12; 0 for the scalar stage): the stage reads x as float4 (where
+// x is 16-byte aligned and k a multiple of 8): the max pass with its loads unrolled, the split
+// pass two loads a word instead of eight; the same values, so the same bits.
+#ifndef I4M_STAGE_VEC
+#define I4M_STAGE_VEC 1
+#endif
 // Two knobs for finding what the short layers lose (round 12), each 1 by default:
 // I4M_CLAMP=0 skips the loads of chunks past the row (as before round 12) instead of loading
 // the row's first chunk with scale 0; I4M_ZERO_B=0 gives lanes that feed no x to B zeros in
@@ -51,9 +54,6 @@
 #endif
 #ifndef I4M_ZERO_B
 #define I4M_ZERO_B 1
-#endif
-#ifndef I4M_STAGE_VEC
-#define I4M_STAGE_VEC 1
 #endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,

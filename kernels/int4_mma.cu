@@ -270,7 +270,10 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     int words = chunks * 4;
     pdl_trigger();
     I4mRound<ZP> r;
-    i4m_fetch<VEC, ZP, S>(row, sc, zr, part, split, t, chunks, bshift, r);
+    // The branch (a warp past the row has nothing to fetch) also keeps the loads before the
+    // wait: without it ptxas puts griddepcontrol.wait first in the aligned kernels, and the
+    // first weights leave only once the kernel before has finished (kernel_pdl.py checks).
+    if (part * 4 < chunks) i4m_fetch<VEC, ZP, S>(row, sc, zr, part, split, t, chunks, bshift, r);
     pdl_wait();
     float up = i4m_stage(x, k, words, xs);
     i4m_rows<VEC, ZP, S>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero,

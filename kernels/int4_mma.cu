@@ -45,16 +45,6 @@
 #ifndef I4M_STAGE_VEC
 #define I4M_STAGE_VEC 1
 #endif
-// Two knobs for finding what the short layers lose (round 12), each 1 by default:
-// I4M_CLAMP=0 skips the loads of chunks past the row (as before round 12) instead of loading
-// the row's first chunk with scale 0; I4M_ZERO_B=0 gives lanes that feed no x to B zeros in
-// registers (a predicated load) instead of a load from a shared zero area. The same bits.
-#ifndef I4M_CLAMP
-#define I4M_CLAMP 1
-#endif
-#ifndef I4M_ZERO_B
-#define I4M_ZERO_B 1
-#endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                                         u32 b1) {
@@ -197,16 +187,10 @@ __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const S* co
         int c = in ? ch : 0, b = c >> bshift;
 #pragma unroll
         for (int j = 0; j < 2; j++) {
-            if (I4M_CLAMP || in) {
-                r.w[j][u] = i4m_chunk<VEC>(row[j], c);
-                float s = i4m_scale(sc[j] + b);
-                r.s[j][u] = in ? s : 0.0f;
-                if (ZP) r.base[j][u] = i4m_base(load_stream_f32(zr[j] + b));
-            } else {
-                r.w[j][u] = make_uint4(0u, 0u, 0u, 0u);
-                r.s[j][u] = 0.0f;
-                if (ZP) r.base[j][u] = i4m_base(8.0f);
-            }
+            r.w[j][u] = i4m_chunk<VEC>(row[j], c);
+            float s = i4m_scale(sc[j] + b);
+            r.s[j][u] = in ? s : 0.0f;
+            if (ZP) r.base[j][u] = i4m_base(load_stream_f32(zr[j] + b));
         }
     }
 }
@@ -237,12 +221,12 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* con
             if (q >= quads) break;  // uniform over the warp
             int ch = 4 * q + t;
             bool in = ch < chunks;
-            const uint4* bp = feeds && in ? xb + ch * 4 : I4M_ZERO_B ? zero : nullptr;
+            const uint4* bp = feeds && in ? xb + ch * 4 : zero;
             I4mBase za = ZP ? r.base[0][ZP ? u : 0] : sym, zb = ZP ? r.base[1][ZP ? u : 0] : sym;
             float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                uint4 b = I4M_ZERO_B || bp ? bp[i] : make_uint4(0u, 0u, 0u, 0u);
+                uint4 b = bp[i];
                 u32 wa = i4m_word(r.w[0][u], i), wb = i4m_word(r.w[1][u], i);
                 i4m_mma(d, i4m_low(wa, za.lo), i4m_low(wb, zb.lo), i4m_high(wa, za.hi),
                         i4m_high(wb, zb.hi), b.x, b.y);

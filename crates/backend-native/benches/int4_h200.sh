@@ -9,7 +9,7 @@
 #     VARIANT  NAME:BIN_DIR[:ENV=VALUE,...]  a folder holding genai-bridge, cuda_kernels and
 #              cuda_gemv, and the environment it runs under, e.g.
 #              "base:/tmp/a s16:/tmp/a:GENAI_BRIDGE_INT4_SCALES=f16
-#               noclamp:/tmp/a:GENAI_BRIDGE_NVRTC_DEFINES=I4M_CLAMP=0"
+#               old:/tmp/b:GENAI_BRIDGE_NVRTC_DEFINES=I4M_STAGE_VEC=1"
 #              (GENAI_BRIDGE_INT4_SCALES=f16 times the GEMVs on f16 scales: --weights int4-sym-s16)
 # Environment: STAGES ("kernels gemv make ab"), GEMV_MODELS (all three shapes), ROUNDS (2),
 # SHAPES/MODELS_DIR as benches/decode_h200.sh (made with MAKE_ONLY=1; needs carry/bench/site),

@@ -8,15 +8,17 @@
 #   OUT=$OUT bash crates/backend-native/benches/int4_h200.sh "VARIANT..."
 #     VARIANT  NAME:BIN_DIR[:ENV=VALUE,...]  a folder holding genai-bridge, cuda_kernels and
 #              cuda_gemv, and the environment it runs under, e.g.
-#              "base:/tmp/a s16:/tmp/a:GENAI_BRIDGE_INT4_SCALES=f16
-#               old:/tmp/b:GENAI_BRIDGE_NVRTC_DEFINES=I4M_STAGE_VEC=1"
-#              (GENAI_BRIDGE_INT4_SCALES=f16 times the GEMVs on f16 scales: --weights int4-sym-s16)
+#              "base:/tmp/a s32:/tmp/a:GENAI_BRIDGE_INT4_SCALES=f32
+#               old:/tmp/b:GENAI_BRIDGE_INT4_SCALES=f32"
+#              (the GEMVs run on f16 scales, --weights int4-sym-s16, as the models do by
+#              default, unless the variant sets GENAI_BRIDGE_INT4_SCALES=f32: --weights
+#              int4-sym; binaries from before f16 scales became the default need it set)
 # Environment: STAGES ("kernels gemv make ab"), GEMV_MODELS (all three shapes), ROUNDS (2),
 # SHAPES/MODELS_DIR as benches/decode_h200.sh (made with MAKE_ONLY=1; needs carry/bench/site),
 # KERNELS_BIN (the first variant's folder: where cuda_kernels runs from).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-[[ $# == 1 ]] || { sed -n 2,17p "$0"; exit 2; }
+[[ $# == 1 ]] || { sed -n 2,19p "$0"; exit 2; }
 variants=$1
 OUT="${OUT:-int4-out}"
 mkdir -p "$OUT"
@@ -49,8 +51,8 @@ run() {
 if want gemv; then
     for r in $(seq 1 "${ROUNDS:-2}"); do
         for v in $variants; do
-            name=${v%%:*} bin=$(cut -d: -f2 <<<"$v") weights=int4-sym
-            [[ "$v" == *GENAI_BRIDGE_INT4_SCALES=f16* ]] && weights=int4-sym-s16
+            name=${v%%:*} bin=$(cut -d: -f2 <<<"$v") weights=int4-sym-s16
+            [[ "$v" == *GENAI_BRIDGE_INT4_SCALES=f32* ]] && weights=int4-sym
             # shellcheck disable=SC2086  # the model list is words
             run "$v" timeout 120 "$bin/cuda_gemv" ${GEMV_MODELS:-llama3-8b qwen2.5-1.5b qwen2.5-0.5b} \
                 --weights "$weights" 2>>"$OUT/gemv.err" |

@@ -39,6 +39,17 @@
 #ifndef I4M_PIPE
 #define I4M_PIPE 0
 #endif
+// The wide entries (`_wide`) trade loads in flight per warp for warps per SM: one chunk per row
+// a round and up to 4 blocks per SM (62 registers). The host runs them where the deep launch
+// needs more than one wave (round 13: 8B gate/up 36.7 -> 26.8 us, lm_head 132 -> 105), the
+// deep ones on narrow layers (8B o 6.5 against 8.2). Same split, same products in the same
+// order: the same bits.
+#ifndef I4M_WIDE_ROUND
+#define I4M_WIDE_ROUND 1
+#endif
+#ifndef I4M_WIDE_BLOCKS
+#define I4M_WIDE_BLOCKS 4
+#endif
 // I4M_STAGE_VEC (1 since round 12; 0 for the scalar stage): the stage reads x as float4 (where
 // x is 16-byte aligned and k a multiple of 8): the max pass with its loads unrolled, the split
 // pass two loads a word instead of eight; the same values, so the same bits.
@@ -165,23 +176,24 @@ __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uin
     return __int_as_float((127 + e) << 23);
 }
 
-// One round's loads: chunk 4 (q0 + u * split) + t of both rows, u < I4M_ROUND, with the block
+// One round's loads: chunk 4 (q0 + u * split) + t of both rows, u < R (I4M_ROUND, or
+// I4M_WIDE_ROUND in the wide entries), with the block
 // scale of each (and, with zero points, its pairs). A chunk past the row loads the row's first
 // chunk instead and scale 0: its x in B is zero (see i4m_rows), so its products are +0 whatever
 // the weights, as the row's own zero padding would give.
-template <bool ZP>
+template <bool ZP, int R>
 struct I4mRound {
-    uint4 w[2][I4M_ROUND];
-    float s[2][I4M_ROUND];
-    I4mBase base[2][ZP ? I4M_ROUND : 1];
+    uint4 w[2][R];
+    float s[2][R];
+    I4mBase base[2][ZP ? R : 1];
 };
 
-template <bool VEC, bool ZP, typename S>
+template <bool VEC, bool ZP, typename S, int R>
 __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const S* const (&sc)[2],
                                           const float* const (&zr)[2], int q0, int split, int t,
-                                          int chunks, int bshift, I4mRound<ZP>& r) {
+                                          int chunks, int bshift, I4mRound<ZP, R>& r) {
 #pragma unroll
-    for (int u = 0; u < I4M_ROUND; u++) {
+    for (int u = 0; u < R; u++) {
         int ch = 4 * (q0 + u * split) + t;
         bool in = ch < chunks;
         int c = in ? ch : 0, b = c >> bshift;
@@ -197,26 +209,26 @@ __device__ __forceinline__ void i4m_fetch(const u8* const (&row)[2], const S* co
 
 // The two rows' sums (row g, row g + 8 of the warp's 16) over the quads part, part + split, ...
 // of the row, scaled by 2^-e (undone by the caller). `r` holds the first round's loads.
-template <bool VEC, bool ZP, typename S>
+template <bool VEC, bool ZP, typename S, int R>
 __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* const (&sc)[2],
                                          const float* const (&zr)[2], int part, int split,
                                          int chunks, int bshift, const uint4* xb,
-                                         const uint4* zero, I4mRound<ZP>& r, float (&acc)[2]) {
+                                         const uint4* zero, I4mRound<ZP, R>& r,
+                                         float (&acc)[2]) {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int quads = (chunks + 3) / 4;
     // Lanes (g, t) with g / 2 == t give B its column g: x_(g % 2) at lane t's k-slots; every
     // other lane (and every lane past the row) gives zeros.
     bool feeds = (g >> 1) == t;
     I4mBase sym = i4m_base(8.0f);
-    for (int q0 = part; q0 < quads; q0 += I4M_ROUND * split) {
-        I4mRound<ZP> next;
+    for (int q0 = part; q0 < quads; q0 += R * split) {
+        I4mRound<ZP, R> next;
         if (I4M_PIPE)
-            i4m_fetch<VEC, ZP, S>(row, sc, zr, q0 + I4M_ROUND * split, split, t, chunks, bshift,
-                                  next);
+            i4m_fetch<VEC, ZP, S, R>(row, sc, zr, q0 + R * split, split, t, chunks, bshift, next);
         else if (q0 != part)
-            i4m_fetch<VEC, ZP, S>(row, sc, zr, q0, split, t, chunks, bshift, r);
+            i4m_fetch<VEC, ZP, S, R>(row, sc, zr, q0, split, t, chunks, bshift, r);
 #pragma unroll
-        for (int u = 0; u < I4M_ROUND; u++) {
+        for (int u = 0; u < R; u++) {
             int q = q0 + u * split;
             if (q >= quads) break;  // uniform over the warp
             int ch = 4 * q + t;
@@ -245,7 +257,7 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* con
 // The rows' sums for one alignment and zero-point case: the first round of weight loads goes
 // out before waiting for the kernel that writes x (programmatic dependent launch; see pdl_enter
 // in prelude.cuh), then x is staged and the rows walked.
-template <bool VEC, bool ZP, typename S>
+template <bool VEC, bool ZP, typename S, int R>
 __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* const (&sc)[2],
                                           const float* const (&zr)[2], const float* x, int k,
                                           int part, int split, int chunks, int bshift, uint4* xs,
@@ -253,20 +265,22 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int words = chunks * 4;
     pdl_trigger();
-    I4mRound<ZP> r;
+    I4mRound<ZP, R> r;
     // The branch (a warp past the row has nothing to fetch) also keeps the loads before the
     // wait: without it ptxas puts griddepcontrol.wait first in the aligned kernels, and the
     // first weights leave only once the kernel before has finished (kernel_pdl.py checks).
-    if (part * 4 < chunks) i4m_fetch<VEC, ZP, S>(row, sc, zr, part, split, t, chunks, bshift, r);
+    if (part * 4 < chunks)
+        i4m_fetch<VEC, ZP, S, R>(row, sc, zr, part, split, t, chunks, bshift, r);
     pdl_wait();
     float up = i4m_stage(x, k, words, xs);
-    i4m_rows<VEC, ZP, S>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero,
-                         r, acc);
+    i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero,
+                            r, acc);
     return up;
 }
 
-// The whole launch for scales of type S (f32, or the model's f16 as u16 bits).
-template <typename S>
+// The whole launch for scales of type S (f32, or the model's f16 as u16 bits) and R chunks per
+// row a round.
+template <typename S, int R>
 __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales, const float* zp,
                                               const float* x, const float* bias, float* y, int n,
                                               int k, int bs, int split, int glu, int act) {
@@ -294,17 +308,17 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
     float acc[2] = {0.0f, 0.0f}, up;
     bool vec = ((size_t)packed & 15) == 0;
     if (vec && zp)
-        up = i4m_body<true, true, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                     acc);
+        up = i4m_body<true, true, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
+                                        zero, acc);
     else if (vec)
-        up = i4m_body<true, false, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                      acc);
+        up = i4m_body<true, false, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
+                                         zero, acc);
     else if (zp)
-        up = i4m_body<false, true, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                      acc);
+        up = i4m_body<false, true, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
+                                         zero, acc);
     else
-        up = i4m_body<false, false, S>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs, zero,
-                                       acc);
+        up = i4m_body<false, false, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
+                                          zero, acc);
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 1);
@@ -340,13 +354,30 @@ extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp, const float* x,
                          const float* bias, float* y, int n, int k, int bs, int split, int glu,
                          int act) {
-    i4m_main_body(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
+    i4m_main_body<float, I4M_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
 }
 
 // The same launch reading the model's f16 scales (u16 bits): the same bits out.
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     gemv_decode_int4_mma_s16(const u8* packed, const u16* scales, const float* zp, const float* x,
-                             const float* bias, float* y, int n, int k, int bs, int split,
-                             int glu, int act) {
-    i4m_main_body(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
+                             const float* bias, float* y, int n, int k, int bs, int split, int glu,
+                             int act) {
+    i4m_main_body<u16, I4M_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
+}
+
+// The wide entries (see I4M_WIDE_ROUND): the same bits out.
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
+    gemv_decode_int4_mma_wide(const u8* packed, const float* scales, const float* zp,
+                              const float* x, const float* bias, float* y, int n, int k, int bs,
+                              int split, int glu, int act) {
+    i4m_main_body<float, I4M_WIDE_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                         act);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
+    gemv_decode_int4_mma_s16_wide(const u8* packed, const u16* scales, const float* zp,
+                                  const float* x, const float* bias, float* y, int n, int k,
+                                  int bs, int split, int glu, int act) {
+    i4m_main_body<u16, I4M_WIDE_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                       act);
 }

@@ -113,7 +113,12 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "int4_mma",
         code: include_str!("../../../../kernels/int4_mma.cu"),
-        symbols: &["gemv_decode_int4_mma", "gemv_decode_int4_mma_s16"],
+        symbols: &[
+            "gemv_decode_int4_mma",
+            "gemv_decode_int4_mma_s16",
+            "gemv_decode_int4_mma_wide",
+            "gemv_decode_int4_mma_s16_wide",
+        ],
     },
     Source {
         family: "blas",

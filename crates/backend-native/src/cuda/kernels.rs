@@ -50,9 +50,9 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
-    /// Dynamic shared memory `gemv_decode_int4_mma` (and `_s16`) may use here; 0: they do not
-    /// run.
-    pub int4_mma_shared: usize,
+    /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
+    /// takes.
+    pub int4_mma: int4_mma::Int4Mma,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -143,14 +143,7 @@ impl Kernels {
             message: "attention_decode_f32 is not loaded".into(),
         })?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
-        let int4_mma_shared = int4_mma::probe(
-            &device.ctx,
-            device.major,
-            [
-                functions.get("gemv_decode_int4_mma"),
-                functions.get("gemv_decode_int4_mma_s16"),
-            ],
-        );
+        let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let decode_gemv = DecodeGemv::from_env();
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
         // at load).
@@ -170,7 +163,7 @@ impl Kernels {
             norm_spread: spread::SpreadMode::from_env(),
             decode,
             resident,
-            int4_mma_shared,
+            int4_mma,
         })
     }
 

@@ -360,8 +360,9 @@ mod tests {
     use crate::cuda::blas::GemmType;
     use crate::cuda::host::{HostLinear, HostWeight};
 
+    /// The layer with f32 scales only (`GENAI_BRIDGE_INT4_SCALES=f32`).
     fn int4(n: usize, k: usize, int8: bool, zero_points: bool) -> DevLinear {
-        DevLinear::prepare(host_int4(n, k, int8, zero_points))
+        DevLinear::from_image(host_int4(n, k, int8, zero_points).into_image_with(false))
     }
 
     fn host_int4(n: usize, k: usize, int8: bool, zero_points: bool) -> HostLinear {

@@ -9,10 +9,6 @@ use super::{
 use crate::error::Error;
 use cudarc::driver::LaunchConfig;
 
-/// The tensor-core one-row kernel on f32 scales, and on the model's f16 scales.
-const MMA: &str = "gemv_decode_int4_mma";
-const MMA_S16: &str = "gemv_decode_int4_mma_s16";
-
 /// Chunks (16 bytes, 32 values) per column a lane of `gemv_decode_int4_*` loads per round
 /// (`I4D_LOADS` in kernels/int4_decode.cu).
 const I4D_LOADS: usize = 2;
@@ -87,9 +83,25 @@ impl LinearShape {
 
 impl Ops<'_> {
     /// MatMulNBits linear, dequantising to f32 (CompFp32); one row may run on the tensor cores
-    /// (`gemv_decode_int4_mma`, or `_s16` on the f16 scales) as `form` allows.
+    /// (`gemv_decode_int4_mma*`, on the f16 scales where the layer has them) as `form` allows.
     #[allow(clippy::too_many_arguments)]
     pub fn gemv_int4_f32(
+        &self,
+        parts: (DevPtr, DevPtr, DevPtr),
+        form: Int4Fp32,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+    ) -> Result<(), Error> {
+        self.gemv_int4_f32_entry(parts, form, x, bias, y, s, act, None)
+    }
+
+    /// [`Ops::gemv_int4_f32`], with the tensor-core entry forced deep or wide where `wide` says
+    /// (the self-test runs both).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemv_int4_f32_entry(
         &self,
         (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
         form: Int4Fp32,
@@ -98,6 +110,7 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
+        wide: Option<bool>,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let block = form.block;
@@ -106,12 +119,9 @@ impl Ops<'_> {
         if s.int4_decode(self.k.decode_gemv) {
             // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales).
             let half = form.scales_f16 != 0;
-            let (name, config, split) = self.int4_one_row(&s, block, form.integral_zp, half)?;
-            let scales = if name == MMA_S16 {
-                form.scales_f16
-            } else {
-                scales
-            };
+            let (name, config, split, mma) =
+                self.int4_one_row_entry(&s, block, form.integral_zp, half, wide)?;
+            let scales = if mma && half { form.scales_f16 } else { scales };
             let f = self.k.get(name)?;
             let split = int("split", split)?;
             return launch!(
@@ -157,13 +167,27 @@ impl Ops<'_> {
         integral_zp: bool,
         half_scales: bool,
     ) -> Result<(&'static str, LaunchConfig, usize), Error> {
+        self.int4_one_row_entry(s, block, integral_zp, half_scales, None)
+            .map(|(name, config, split, _)| (name, config, split))
+    }
+
+    /// [`Ops::int4_one_row`] with the tensor-core entry forced where `wide` says, and whether
+    /// the tensor-core kernel runs.
+    fn int4_one_row_entry(
+        &self,
+        s: &LinearShape,
+        block: usize,
+        integral_zp: bool,
+        half_scales: bool,
+        wide: Option<bool>,
+    ) -> Result<(&'static str, LaunchConfig, usize, bool), Error> {
         if self.int4_mma_fits(s, block, integral_zp) {
-            let (config, split) = self.int4_mma_config(s, block)?;
-            Ok((if half_scales { MMA_S16 } else { MMA }, config, split))
+            let (name, config, split) = self.int4_mma_config(s, block, half_scales, wide)?;
+            Ok((name, config, split, true))
         } else {
             let split = s.decode_split_int4();
             let config = cfg(s.decode_grid(split)?, 32 * DEC_WARPS as u32, 0);
-            Ok(("gemv_decode_int4_f32", config, split))
+            Ok(("gemv_decode_int4_f32", config, split, false))
         }
     }
 

@@ -4,7 +4,8 @@
 
 use super::{LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, opt_in_shared};
 use crate::error::Error;
-use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, sys};
+use std::collections::HashMap;
 
 /// Warps per block (`I4M_WARPS`).
 const WARPS: usize = 8;
@@ -16,26 +17,91 @@ const ROUND: usize = 4;
 const QUAD: usize = 128;
 
 /// Set to `0` to run one-row CompFp32 int4 layers through `gemv_decode_int4_f32` even where
-/// the tensor-core kernel could (an A/B switch; the results differ in rounding only).
+/// the tensor-core kernel could (an A/B switch; the results differ in rounding only); `deep` or
+/// `wide` to run every tensor-core launch on those entries (A/B switches: the same bits).
 pub const INT4_MMA_ENV: &str = "GENAI_BRIDGE_INT4_MMA";
 
-/// Opts `gemv_decode_int4_mma` and its f16-scale twin into the device's shared memory and
-/// returns the dynamic bytes a launch of either may use: 0 where they must not run (before
-/// sm_80, switched off, or an opt-in failed).
-pub(super) fn probe(ctx: &CudaContext, major: i32, fs: [Option<&CudaFunction>; 2]) -> usize {
-    let off = std::env::var(INT4_MMA_ENV).is_ok_and(|v| v == "0");
-    if major < 8 || off || ctx.bind_to_thread().is_err() {
-        return 0;
+/// The tensor-core kernel's entries: (f32 scales, f16 scales) × (deep, wide).
+const DEEP: [&str; 2] = ["gemv_decode_int4_mma", "gemv_decode_int4_mma_s16"];
+const WIDE: [&str; 2] = ["gemv_decode_int4_mma_wide", "gemv_decode_int4_mma_s16_wide"];
+
+/// Which entries the tensor-core launches take: `I4M_ROUND` chunks a round at 2 blocks per SM
+/// (deep) or `I4M_WIDE_ROUND` at up to 4 (wide). Auto: wide where the deep launch needs more
+/// than one wave of the device's resident blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Rounds {
+    #[default]
+    Auto,
+    Deep,
+    Wide,
+}
+
+/// Where the tensor-core int4 kernel may run on this device and which entry a launch takes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Int4Mma {
+    /// Dynamic shared memory a launch may use; 0: the kernel does not run here (before
+    /// sm_80, switched off, or an opt-in failed).
+    pub shared: usize,
+    /// Blocks of a deep entry the whole device holds at once (SMs × blocks per SM without
+    /// dynamic shared memory); 0 when the driver does not say (deep launches only, then).
+    pub deep_resident: usize,
+    pub rounds: Rounds,
+}
+
+impl Int4Mma {
+    /// Opts every entry into the device's shared memory and counts the deep entries' resident
+    /// blocks.
+    pub(super) fn probe(
+        ctx: &CudaContext,
+        major: i32,
+        functions: &HashMap<&'static str, CudaFunction>,
+    ) -> Self {
+        let rounds = match std::env::var(INT4_MMA_ENV).as_deref() {
+            Ok("0") => return Self::default(),
+            Ok("deep") => Rounds::Deep,
+            Ok("wide") => Rounds::Wide,
+            _ => Rounds::Auto,
+        };
+        if major < 8 || ctx.bind_to_thread().is_err() {
+            return Self::default();
+        }
+        let mut shared = usize::MAX;
+        for name in DEEP.iter().chain(&WIDE) {
+            let granted = functions.get(name).and_then(|f| {
+                let fixed = f.shared_size_bytes().ok()?;
+                opt_in_shared(ctx, f, fixed as usize, 0)
+            });
+            shared = shared.min(granted.unwrap_or(0));
+        }
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0);
+        let per_sm = functions
+            .get(DEEP[1])
+            .and_then(|f| {
+                f.occupancy_max_active_blocks_per_multiprocessor((32 * WARPS) as u32, 0, None)
+                    .ok()
+            })
+            .map_or(0, |b| b as usize);
+        Self {
+            shared,
+            deep_resident: sms * per_sm,
+            rounds,
+        }
     }
-    let mut shared = usize::MAX;
-    for f in fs {
-        let granted = f.and_then(|f| {
-            let fixed = f.shared_size_bytes().ok()?;
-            opt_in_shared(ctx, f, fixed as usize, 0)
+
+    /// The entry a launch of `blocks` blocks takes, on f16 scales where `half`; `wide` forces
+    /// the choice (the self-test runs both).
+    pub(super) fn entry(&self, blocks: usize, half: bool, wide: Option<bool>) -> &'static str {
+        let wide = wide.unwrap_or(match self.rounds {
+            Rounds::Auto => self.deep_resident > 0 && blocks > self.deep_resident,
+            Rounds::Deep => false,
+            Rounds::Wide => true,
         });
-        shared = shared.min(granted.unwrap_or(0));
+        (if wide { WIDE } else { DEEP })[usize::from(half)]
     }
-    shared
 }
 
 /// Dynamic shared memory of a launch: x as f16 hi and lo halves over the padded row.
@@ -72,16 +138,19 @@ impl Ops<'_> {
     pub(crate) fn int4_mma_fits(&self, s: &LinearShape, block: usize, integral_zp: bool) -> bool {
         s.m == 1
             && int4_mma_form(block, integral_zp)
-            && stage_bytes(s.k, block) <= self.k.int4_mma_shared
+            && stage_bytes(s.k, block) <= self.k.int4_mma.shared
     }
 
-    /// The launch of `gemv_decode_int4_mma` for one row of this shape (same arguments as
-    /// `gemv_decode_int4_f32`) and its split.
+    /// The entry and launch of the tensor-core kernel for one row of this shape (same
+    /// arguments as `gemv_decode_int4_f32`; `half`: on the f16 scales; `wide` forces the
+    /// entry) and its split.
     pub(super) fn int4_mma_config(
         &self,
         s: &LinearShape,
         block: usize,
-    ) -> Result<(LaunchConfig, usize), Error> {
+        half: bool,
+        wide: Option<bool>,
+    ) -> Result<(&'static str, LaunchConfig, usize), Error> {
         let split = s.int4_mma_split();
         let blocks = s.n.div_ceil(ROWS).div_ceil(WARPS / split);
         let grid = (grid_dim("gemv columns", blocks)?, 1, 1);
@@ -89,13 +158,14 @@ impl Ops<'_> {
             what: "int4 layer",
             why: format!("k = {} is too long to stage", s.k),
         })?;
-        Ok((cfg(grid, (32 * WARPS) as u32, shared), split))
+        let entry = self.k.int4_mma.entry(blocks, half, wide);
+        Ok((entry, cfg(grid, (32 * WARPS) as u32, shared), split))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{LinearShape, QUAD, ROUND, ROWS, WARPS, stage_bytes};
+    use super::{DEEP, Int4Mma, LinearShape, QUAD, ROUND, ROWS, Rounds, WARPS, WIDE, stage_bytes};
     use crate::cuda::compile::family;
 
     fn split(n: usize, k: usize) -> usize {
@@ -126,6 +196,40 @@ mod tests {
         // Short rows are not split below two quads per warp.
         assert_eq!(split(64, 256), 1);
         assert_eq!(split(64, 512), 2);
+    }
+
+    #[test]
+    fn launches_past_one_deep_wave_take_the_wide_entries() {
+        // The H200: 132 SMs × 2 deep blocks.
+        let h200 = Int4Mma {
+            shared: 1 << 17,
+            deep_resident: 264,
+            rounds: Rounds::Auto,
+        };
+        // Llama-3-8B o-proj and down (256 blocks) stay deep, qkv (384) and gate/up go wide.
+        assert_eq!(h200.entry(256, true, None), DEEP[1]);
+        assert_eq!(h200.entry(264, false, None), DEEP[0]);
+        assert_eq!(h200.entry(265, true, None), WIDE[1]);
+        assert_eq!(h200.entry(896, false, None), WIDE[0]);
+        // Forced either way, by the switch or by the caller.
+        assert_eq!(h200.entry(896, true, Some(false)), DEEP[1]);
+        assert_eq!(h200.entry(8, true, Some(true)), WIDE[1]);
+        let deep = Int4Mma {
+            rounds: Rounds::Deep,
+            ..h200
+        };
+        assert_eq!(deep.entry(4008, true, None), DEEP[1]);
+        let wide = Int4Mma {
+            rounds: Rounds::Wide,
+            ..h200
+        };
+        assert_eq!(wide.entry(8, false, None), WIDE[0]);
+        // A device that did not say how many blocks it holds runs deep.
+        let unknown = Int4Mma {
+            deep_resident: 0,
+            ..h200
+        };
+        assert_eq!(unknown.entry(4008, true, None), DEEP[1]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! scratch moved off 16-byte alignment, and the two results must be equal bit for bit.
 
 use super::epilogue::{epilogue_limit, host_epilogue};
-use super::linear::{shifted_f32, verdict};
+use super::linear::{bitwise_equal, shifted_f32, verdict};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
 use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape};
@@ -237,7 +237,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
         ldy: width,
         glu,
     };
-    let run = |p: DevPtr, xp: DevPtr, q: DevPtr, half: bool| -> Result<Vec<f32>, Error> {
+    let run = |p: DevPtr, xp: DevPtr, q: DevPtr, half: bool, wide: Option<bool>| {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * width)?;
         if acc == 4 {
             let parts = (p, ds.ptr, zu_ptr);
@@ -251,18 +251,27 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
                 scales_f16: if half { ds16.ptr } else { 0 },
             };
             c.ops()
-                .gemv_int4_f32(parts, form, xp, bias_ptr, dy.ptr, s, act)?;
+                .gemv_int4_f32_entry(parts, form, xp, bias_ptr, dy.ptr, s, act, wide)?;
         }
         c.down(&dy, m * width)
     };
-    let first = run(p_al.ptr, x_al.ptr, qa.ptr, false)?;
-    let again = run(p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8, case.tensor)?;
+    let first = run(p_al.ptr, x_al.ptr, qa.ptr, false, None)?;
+    let mut again = run(p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8, case.tensor, None)?;
     let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
     let mut name = name(&case);
     if case.tensor {
         let mma = c.ops().int4_mma_fits(&s, bs, true);
+        if mma {
+            // Both entries, whichever the rule picked first: the same bits again.
+            for wide in [false, true] {
+                let forced = run(p_al.ptr, x_al.ptr, qa.ptr, true, Some(wide))?;
+                if !bitwise_equal(&forced, &first) {
+                    again = forced;
+                }
+            }
+        }
         name += if mma {
-            " tensor cores (f32 scales, then f16 scales shifted)"
+            " tensor cores (f32 scales, then f16 scales shifted, deep and wide)"
         } else {
             " (tensor cores do not fit: scalar)"
         };

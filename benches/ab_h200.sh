@@ -8,7 +8,7 @@
 #     MODEL    a folder name under $MODELS_DIR (default /tmp/bench-models), e.g.
 #              qwen2.5-0.5b-fp16-cuda (made by models/make_bench_models.py, or decode_h200.sh)
 #     VARIANT  NAME:ENV=VALUE,ENV=VALUE  (NAME: alone for no variables), e.g.
-#              "base: fold:GENAI_BRIDGE_NORM_FOLD=1 onewave:GENAI_BRIDGE_DECODE_GEMV=onewave"
+#              "base: nopdl:GENAI_BRIDGE_PDL=0 onewave:GENAI_BRIDGE_DECODE_GEMV=onewave"
 # Environment: BIN (carry/cuda/genai-bridge), PROMPT_TOKENS (128), DECODE_TOKENS (256), RUNS (2),
 # LIMIT_S (150, per run), and the usual LD_LIBRARY_PATH / GENAI_BRIDGE_KERNEL_CACHE.
 set -uo pipefail

@@ -207,114 +207,14 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
     }
 }
 
-// ---- A decode step's RMSNorm spread over the GEMVs around it (GENAI_BRIDGE_NORM_SPREAD=1) -----
-//
-// The producer (the o or down projection, SPREAD_OUT) stores its outputs, then for each of its
-// columns c adds the output to the residual, s = resid[c] + round(y[c]), writes resid[c] =
-// round(s) and y[c] = s, and writes the sum of s^2 over its columns (leader warps, then columns,
-// in order) to partials[blockIdx.x]. Each consumer (qkv, gate/up, lm_head; SPREAD_IN) sums the
-// partials in one fixed order in every block, and normalises x = s as it reads it:
-// round(s * inv * weight (+ bias)), inv = 1 / sqrt(sum / width + eps). No norm launch, no
-// block that waits for the others; the sums run in an order of their own (not skip_norm_f32's).
-// With a ticket the producer's last block sums the partials itself, in the consumers' order,
-// into partials[gridDim.x], so each consumer reads one value (the same bits either way).
-#define SPREAD_NONE 0
-#define SPREAD_OUT 1
-#define SPREAD_IN 2
-
-struct SpreadNorm {
-    float* resid;           // producer: the residual, updated
-    float* partials;        // producer: written, one per block; consumer: read
-    const float* weight;    // consumer: the norm's weight (width values)
-    const float* bias;      // consumer: its bias, or null
-    int parts;              // consumer: the producer's block count
-    float eps;
-    int act;                // the norm's rounding (the model's activations)
-    int* ticket;            // producer: with one, its last block also sums the partials
-};
-
-// The sum of `parts` partials in one fixed order (per thread, then block_sum): the same bits in
-// every block. Every thread of the block must call it (it synchronises).
-__device__ __forceinline__ float spread_total(const float* partials, int parts) {
-    __shared__ float scratch[32];
-    float t = 0.0f;
-    for (int i = threadIdx.x; i < parts; i += blockDim.x) t += __ldcg(partials + i);
-    return block_sum(t, scratch);
-}
-
-// 1 / sqrt(mean of s^2 + eps) from the producer's partials (or its one total).
-__device__ __forceinline__ float spread_inv(const SpreadNorm& sn, int width) {
-    float total = spread_total(sn.partials, sn.parts);
-    return 1.0f / sqrtf(total / (float)width + sn.eps);
-}
-
-// The 8 sums s at column c (read as x) normalised in place.
-__device__ __forceinline__ void spread_normalize(float* xv, const SpreadNorm& sn, int c, int k,
-                                                 float inv, bool wvec) {
-    float w[8], b[8];
-    x_unit(nullptr, 0, sn.weight, 0, 0, c, k, false, wvec, w);
-    if (sn.bias) x_unit(nullptr, 0, sn.bias, 0, 0, c, k, false, wvec, b);
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        float o = xv[e] * inv * w[e];
-        if (sn.bias) o += b[e];
-        xv[e] = round_act(o, sn.act);
-    }
-}
-
-// The producer's epilogue: decode_reduce_store's sums and store (no GLU), then the residual
-// update and the block's partial as described above. Every thread of the block must call it.
-__device__ __forceinline__ void decode_store_spread(float (&acc)[DEC_COLS],
-                                                   const bool (&valid)[DEC_COLS], int col0,
-                                                   int split, const float* bias, float* y,
-                                                   int act, const SpreadNorm& sn) {
-    __shared__ float red[DEC_WARPS][DEC_COLS];
-    __shared__ float squares[DEC_WARPS];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) {
-        float v = warp_sum(acc[j]);
-        if (lane == 0) red[warp][j] = v;
-    }
-    __syncthreads();
-    if (lane == 0 && warp % split == 0) {
-        float part = 0.0f;
-#pragma unroll
-        for (int j = 0; j < DEC_COLS; j++) {
-            if (!valid[j]) continue;
-            float sum = 0.0f;
-            for (int p = 0; p < split; p++) sum += red[warp + p][j];
-            float v;
-            linear_store(sum, bias, col0 + j, act, &v);
-            float s = sn.resid[col0 + j] + round_act(v, sn.act);
-            sn.resid[col0 + j] = round_act(s, sn.act);
-            y[col0 + j] = s;
-            part += s * s;
-        }
-        squares[warp] = part;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float total = 0.0f;
-        for (int w = 0; w < DEC_WARPS; w += split) total += squares[w];
-        sn.partials[blockIdx.x] = total;
-    }
-    if (sn.ticket && last_block_ticket(sn.ticket)) {
-        float total = spread_total(sn.partials, (int)gridDim.x);
-        if (threadIdx.x == 0) sn.partials[gridDim.x] = total;
-    }
-}
-
 // UNITS: 16-byte loads per column per lane in a round; PIPE: the next round's loads go out
-// before this round's arithmetic (units past the row are not loaded and never used). SPREAD:
-// SPREAD_NONE, or this launch is the producer or a consumer of a spread norm `sn`.
-template <typename W, int KIND, int UNITS, bool PIPE, int SPREAD = SPREAD_NONE>
+// before this round's arithmetic (units past the row are not loaded and never used).
+template <typename W, int KIND, int UNITS, bool PIPE>
 __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ bias,
                                                  float* __restrict__ y, int n, int k, int split,
-                                                 int glu, int act,
-                                                 const SpreadNorm sn = SpreadNorm()) {
+                                                 int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
     constexpr int L = UNITS / H;      // units per column per lane per iteration
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -341,9 +241,6 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
     int u0 = part * 32 + lane;
     fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
     pdl_wait();
-    float inv = 0.0f;
-    if (SPREAD == SPREAD_IN) inv = spread_inv(sn, k);
-    bool wvec = ((size_t)sn.weight & 15) == 0 && (sn.bias == nullptr || ((size_t)sn.bias & 15) == 0);
     for (; u0 < units; u0 += L * stride) {
         uint4 next[DEC_COLS][L][H];
         if (PIPE)
@@ -356,7 +253,6 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
             if (u >= units) break;
             float xv[8];
             x_unit(nullptr, 0, x, 0, 0, u * 8, k, false, xvec, xv);
-            if (SPREAD == SPREAD_IN) spread_normalize(xv, sn, u * 8, k, inv, wvec);
 #pragma unroll
             for (int j = 0; j < DEC_COLS; j++)
                 if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
@@ -370,10 +266,7 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                     for (int h = 0; h < H; h++) raw[j][l][h] = next[j][l][h];
         }
     }
-    if (SPREAD == SPREAD_OUT)
-        decode_store_spread(acc, valid, col0, split, bias, y, act, sn);
-    else
-        decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
+    decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
@@ -440,157 +333,3 @@ extern "C" __global__ void __launch_bounds__(128)
         int k, int split, int glu, int act) {
     gemv_decode_body<u16, 2, 2, true>(w, x, bias, y, n, k, split, glu, act);
 }
-
-// The one-row entries with the skip-norm after them folded in (o and down projections of a
-// decode step): y (the row's delta, n values, no GLU) as gemv_decode_* / gemv_decode_pipe_*
-// compute it, then the grid's last block adds it to the residual `resid` and writes the norm
-// of the sum to `normed` (norm_fold_tail in prelude.cuh): the same bits as the GEMV then
-// skip_norm_f32 with write_sum (rounding to `nact`), one launch fewer. `ticket` is zero between launches; the
-// launch gives n floats of dynamic shared memory (the tail's values).
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_fold_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int act, float* resid, const float* nweight, const float* nbias, float* normed,
-        float eps, int rms, int nact, int* ticket) {
-    extern __shared__ float fold_values[];
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, -1, act);
-    norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_fold_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int act, float* resid, const float* nweight, const float* nbias, float* normed,
-        float eps, int rms, int nact, int* ticket) {
-    extern __shared__ float fold_values[];
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, -1, act);
-    norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_fold_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int act, float* resid, const float* nweight, const float* nbias, float* normed,
-        float eps, int rms, int nact, int* ticket) {
-    extern __shared__ float fold_values[];
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, -1, act);
-    norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_fold_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int act, float* resid, const float* nweight, const float* nbias, float* normed,
-        float eps, int rms, int nact, int* ticket) {
-    extern __shared__ float fold_values[];
-    gemv_decode_body<float, 0, 2, true>(w, x, bias, y, n, k, split, -1, act);
-    norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_fold_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int act, float* resid, const float* nweight, const float* nbias, float* normed,
-        float eps, int rms, int nact, int* ticket) {
-    extern __shared__ float fold_values[];
-    gemv_decode_body<u16, 1, 2, true>(w, x, bias, y, n, k, split, -1, act);
-    norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_fold_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
-        int split, int act, float* resid, const float* nweight, const float* nbias, float* normed,
-        float eps, int rms, int nact, int* ticket) {
-    extern __shared__ float fold_values[];
-    gemv_decode_body<u16, 2, 2, true>(w, x, bias, y, n, k, split, -1, act);
-    norm_fold_tail(y, resid, nweight, nbias, normed, n, eps, rms, nact, ticket, fold_values);
-}
-
-
-// The spread norm's producer and consumer entries (walk and pipelined kernels; see SpreadNorm).
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_spread_out_f32(const float* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_spread_in_f32(const float* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
-        float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_spread_out_f32(const float* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
-    gemv_decode_body<float, 0, 2, true, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_spread_in_f32(const float* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
-        float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
-    gemv_decode_body<float, 0, 2, true, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_spread_out_f16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_spread_in_f16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
-        float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_spread_out_f16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
-    gemv_decode_body<u16, 1, 2, true, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_spread_in_f16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
-        float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
-    gemv_decode_body<u16, 1, 2, true, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_spread_out_bf16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_spread_in_bf16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
-        float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_spread_out_bf16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int act, float* resid, float* partials, int nact, int* ticket) {
-    SpreadNorm sn = {resid, partials, nullptr, nullptr, 0, 0.0f, nact, ticket};
-    gemv_decode_body<u16, 2, 2, true, SPREAD_OUT>(w, x, bias, y, n, k, split, -1, act, sn);
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_spread_in_bf16(const u16* w, const float* x, const float* bias, float* y,
-        int n, int k, int split, int glu, int act, const float* nweight, const float* nbias,
-        float* partials, int parts, float eps, int nact) {
-    SpreadNorm sn = {nullptr, partials, nweight, nbias, parts, eps, nact, nullptr};
-    gemv_decode_body<u16, 2, 2, true, SPREAD_IN>(w, x, bias, y, n, k, split, glu, act, sn);
-}
-

@@ -10,8 +10,9 @@
 // rounded. One block per row, each thread holding up to NORM_VALUES values of it in registers
 // (blockDim.x * NORM_VALUES >= width), so `out` may alias `x`. The norm's weight and bias are
 // read before waiting for the kernel before (programmatic dependent launch: no kernel writes
-// them), so their latency overlaps that kernel's tail. NORM_VALUES: prelude.cuh
-// (the GEMVs' fold tails compute the same norm; the host launches norm_threads(width) threads).
+// them), so their latency overlaps that kernel's tail. The host launches whole warps, at
+// least width / NORM_VALUES threads.
+#define NORM_VALUES 8
 
 extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
                                          const float* __restrict__ weight,

@@ -13,16 +13,12 @@ use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
 mod decode;
-mod fold;
 mod int4;
 mod int4_mma;
-mod spread;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
-pub(crate) use fold::NormFold;
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::int4_mma_form;
-pub(crate) use spread::{SpreadIn, SpreadOut};
 
 /// Blocks of the first argmax pass (and partials it leaves).
 pub(crate) const ARGMAX_PARTS: usize = 128;
@@ -41,11 +37,6 @@ pub(crate) struct Kernels {
     pub pdl: bool,
     /// Which kernel one-row linear layers use (`GENAI_BRIDGE_DECODE_GEMV`).
     pub decode_gemv: DecodeGemv,
-    /// Whether a decode step's skip-norms ride in the GEMV before them (`kernels/fold.rs`).
-    pub norm_fold: bool,
-    /// Whether a decode step's RMSNorms are spread over the GEMVs around them
-    /// (`kernels/spread.rs`).
-    pub norm_spread: spread::SpreadMode,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
@@ -159,8 +150,6 @@ impl Kernels {
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
             decode_gemv,
-            norm_fold: fold::enabled_from_env(),
-            norm_spread: spread::SpreadMode::from_env(),
             decode,
             resident,
             int4_mma,

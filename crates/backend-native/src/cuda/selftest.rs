@@ -1,9 +1,7 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
-//! argmax, the device token choice against the host's (`sampling.rs`), and the skip-norm folded
-//! into the GEMV before it against the two launches (`fold.rs`, bitwise), and the RMSNorm
-//! spread over the GEMVs around it against the CPU (`spread.rs`). Run by
+//! argmax, and the device token choice against the host's (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -17,13 +15,11 @@ use std::sync::Arc;
 
 mod decode;
 mod epilogue;
-mod fold;
 mod gemm;
 mod gemm_int4;
 mod int4;
 mod linear;
 mod sampling;
-mod spread;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -120,12 +116,6 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for case in linear::dense_cases() {
         checks.push(linear::dense(&ctx, &mut rng, case)?);
-    }
-    for case in fold::cases() {
-        checks.push(fold::check(&ctx, &mut rng, case)?);
-    }
-    for case in spread::cases() {
-        checks.push(spread::check(&ctx, &mut rng, case)?);
     }
     for case in int4::cases() {
         checks.push(int4::check(&ctx, &mut rng, case)?);

@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, NormFold, Ops, SpreadIn, SpreadOut};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -34,11 +34,6 @@ pub(crate) struct Buffers {
     part: DevBuf<f32>,
     /// Attention tickets `[CHUNK, heads]`, zero between launches.
     counts: DevBuf<i32>,
-    /// The folded skip-norms' ticket (`kernels/fold.rs`), zero between launches.
-    fold_ticket: DevBuf<i32>,
-    /// A spread norm's partial sums, one per producer block, and room for their total after
-    /// them (`kernels/spread.rs`).
-    spread_partials: DevBuf<f32>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
     qa: DevBuf<i8>,
@@ -213,8 +208,6 @@ impl Buffers {
             attn: z(sizes.attn)?,
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
-            fold_ticket: DevBuf::zeros(stream, 4)?,
-            spread_partials: z(model.hidden + 1)?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
@@ -268,60 +261,10 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             act,
         )
     };
-    // delta = input W (a layer's last linear), then x += delta and normed = norm(x): one
-    // launch when the linear folds the norm (a decode step's dense layers), else two; or, when
-    // the linear and every consumer of the norm can, the norm spread over them (no launch):
-    // the consumers then read the sums in delta through `Input::Spread`.
-    let linear_then_norm = |p: &DevLinear,
-                            (input, width): (DevPtr, usize),
-                            act_p,
-                            n: &DevNorm,
-                            consumers: &mut dyn Iterator<Item = &DevLinear>|
-     -> Result<Input, Error> {
-        // The producer writes the hidden row (its partials fit `spread_partials`), and every
-        // consumer (at least one) reads that row.
-        let mut spread = m == 1 && n.rms && p.n == hidden && p.spreads(ops);
-        let mut any = false;
-        for c in consumers {
-            any = true;
-            spread &= c.k == hidden && c.spreads(ops);
-        }
-        let spread = spread && any;
-        if spread {
-            let partials = b.spread_partials.ptr;
-            let ((read, parts), ticket) = p.spread_view(ops, partials, b.fold_ticket.ptr)?;
-            let out = SpreadOut {
-                resid: b.x.ptr,
-                partials,
-                act,
-                ticket,
-            };
-            p.run_spread_out(ops, (input, width), b.delta.ptr, act_p, &out)?;
-            return Ok(Input::Spread(SpreadIn {
-                weight: n.weight.ptr,
-                bias: n.bias_ptr(),
-                partials: read,
-                parts,
-                eps: n.eps,
-                act,
-            }));
-        }
-        let fold = NormFold {
-            resid: b.x.ptr,
-            weight: n.weight.ptr,
-            bias: n.bias_ptr(),
-            out: b.normed.ptr,
-            eps: n.eps,
-            rms: n.rms,
-            act,
-            ticket: b.fold_ticket.ptr,
-        };
-        if m == 1 && p.run_folded(ops, (input, width), b.delta.ptr, act_p, &fold)? {
-            return Ok(Input::Normed);
-        }
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
+    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
         p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
-        residual_norm(n, b.delta.ptr)?;
-        Ok(Input::Normed)
+        residual_norm(n, b.delta.ptr)
     };
     // The first norm has no residual to add (with no layers, the final norm).
     let first = model
@@ -329,65 +272,21 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         .first()
         .map_or(&model.final_norm, |l| &l.attn_norm);
     residual_norm(first, 0)?;
-    let mut input = Input::Normed;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch, input)?;
-        let mlp_in = &mut layer.mlp.parts.iter().map(|(p, _)| p);
-        input = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, mlp_in)?;
-        let h = mlp_block(ops, layer, b, m, scratch, input)?;
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
+        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
+        let h = mlp_block(ops, layer, b, m, scratch)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
-        let qkv = next.map_or(&[][..], |l| &l.qkv.parts[..]);
-        let lm_head = next.is_none().then_some(&model.lm_head);
-        let next_in = &mut qkv.iter().map(|(p, _)| p).chain(lm_head);
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        input = linear_then_norm(&layer.mlp.down, h, 0, norm, next_in)?;
+        linear_then_norm(&layer.mlp.down, h, 0, norm)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
-    input.run(
-        &model.lm_head,
-        ops,
-        b,
-        (last, hidden),
-        y,
-        1,
-        act,
-        -1,
-        scratch,
-    )
-}
-
-/// Where the first linears after a norm read their input: the `normed` buffer, or the sums a
-/// spread norm's producer left in `delta`, normalised as they are read (one row).
-#[derive(Debug, Clone, Copy)]
-enum Input {
-    Normed,
-    Spread(SpreadIn),
-}
-
-impl Input {
-    /// `p` over its input (`normed` at `x`, or `delta` for a spread norm), as
-    /// [`DevLinear::run_glu`].
-    #[allow(clippy::too_many_arguments)]
-    fn run(
-        &self,
-        p: &DevLinear,
-        ops: &Ops<'_>,
-        b: &Buffers,
-        x: (DevPtr, usize),
-        y: (DevPtr, usize),
-        m: usize,
-        act: i32,
-        glu: i32,
-        scratch: QuantScratch,
-    ) -> Result<(), Error> {
-        match self {
-            Input::Normed => p.run_glu(ops, x, y, m, act, glu, scratch),
-            Input::Spread(spread) => p.run_spread_in(ops, (b.delta.ptr, x.1), y, act, glu, spread),
-        }
-    }
+    model
+        .lm_head
+        .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -399,13 +298,12 @@ fn attention_block(
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
     scratch: QuantScratch,
-    input: Input,
 ) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.at(*col)?, ld);
-        input.run(p, ops, b, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
+        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -494,7 +392,6 @@ fn mlp_block(
     b: &Buffers,
     m: usize,
     scratch: QuantScratch,
-    input: Input,
 ) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
@@ -502,13 +399,13 @@ fn mlp_block(
         && mlp.glu
     {
         let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
-        input.run(p, ops, b, x, h, m, 0, mlp.activation, scratch)?;
+        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
         return Ok((b.h.ptr, w));
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         let y = (b.gu.at(*col)?, gu_ld);
-        input.run(p, ops, b, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
+        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;

@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, NormFold, Ops, SpreadIn, SpreadOut};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -227,110 +227,6 @@ impl DevLinear {
                 ),
             }
         })
-    }
-
-    /// One row y `[n]` = x W (+ bias), then the skip-norm `fold` over y, in one launch when
-    /// the layer's kernel folds it (`Ops::folds`): whether it ran. Nothing is launched when
-    /// it does not (the caller runs the linear and the norm).
-    pub fn run_folded(
-        &self,
-        ops: &Ops<'_>,
-        (x, ldx): (DevPtr, usize),
-        y: DevPtr,
-        act: i32,
-        fold: &NormFold,
-    ) -> Result<bool, Error> {
-        let shape = self.one_row(ldx, self.n, -1);
-        let Form::Dense { kernel } = self.form else {
-            return Ok(false);
-        };
-        if !ops.folds(kernel, &shape) {
-            return Ok(false);
-        }
-        self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            ops.gemv_fold(kernel, main, x, bias, y, shape, act, fold)
-        })?;
-        Ok(true)
-    }
-
-    /// One row of this layer as [`DevLinear::run_glu`] shapes it.
-    fn one_row(&self, ldx: usize, ldy: usize, glu: i32) -> LinearShape {
-        LinearShape {
-            m: 1,
-            k: self.k,
-            n: self.n,
-            ldx,
-            ldy,
-            glu,
-        }
-    }
-
-    /// Whether one row of this layer can produce or consume a spread norm here (a dense layer
-    /// on the one-row kernels, spreading on).
-    pub fn spreads(&self, ops: &Ops<'_>) -> bool {
-        matches!(self.form, Form::Dense { kernel } if ops.spreads(kernel, &self.one_row(self.k, self.n, -1)))
-    }
-
-    /// What this layer, as a spread norm's producer writing to `partials`, gives the consumers
-    /// to read, and the ticket to hand it ([`Ops::spread_view`]).
-    pub fn spread_view(
-        &self,
-        ops: &Ops<'_>,
-        partials: DevPtr,
-        ticket: DevPtr,
-    ) -> Result<((DevPtr, usize), DevPtr), Error> {
-        let kernel = self.spread_kernel("produce")?;
-        let s = self.one_row(self.k, self.n, -1);
-        Ok(ops.spread_view(kernel, &s, partials, ticket))
-    }
-
-    /// One row y `[n]` = x W (+ bias) as a spread norm's producer (`kernels/spread.rs`).
-    pub fn run_spread_out(
-        &self,
-        ops: &Ops<'_>,
-        (x, ldx): (DevPtr, usize),
-        y: DevPtr,
-        act: i32,
-        out: &SpreadOut,
-    ) -> Result<(), Error> {
-        let kernel = self.spread_kernel("produce")?;
-        let shape = self.one_row(ldx, self.n, -1);
-        self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            ops.gemv_spread_out(kernel, main, x, bias, y, shape, act, out)
-        })
-    }
-
-    /// One row of [`DevLinear::run_glu`] whose input x holds a spread norm's sums, normalised
-    /// as it is read (`kernels/spread.rs`).
-    pub fn run_spread_in(
-        &self,
-        ops: &Ops<'_>,
-        (x, ldx): (DevPtr, usize),
-        (y, ldy): (DevPtr, usize),
-        act: i32,
-        glu: i32,
-        input: &SpreadIn,
-    ) -> Result<(), Error> {
-        let kernel = self.spread_kernel("consume")?;
-        let shape = self.one_row(ldx, ldy, glu);
-        self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            ops.gemv_spread_in(kernel, main, x, bias, y, shape, act, input)
-        })
-    }
-
-    /// The dense kernel a spread norm runs this layer through, as its producer or a consumer
-    /// (`role`); an int4 layer has none.
-    fn spread_kernel(&self, role: &str) -> Result<&'static str, Error> {
-        match self.form {
-            Form::Dense { kernel } => Ok(kernel),
-            Form::Int4 { .. } => Err(Error::Invalid {
-                what: "spread norm",
-                why: format!("an int4 layer cannot {role} one"),
-            }),
-        }
     }
 
     /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the

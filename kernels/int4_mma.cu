@@ -144,8 +144,7 @@ __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uin
         for (int i = threadIdx.x; i < k; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
     }
     m = block_max(m, scratch);
-    int e = 0;
-    if (m > 0.0f && m <= 3.0e38f) e = min(max((int)((__float_as_uint(m) >> 23) & 0xff) - 141, -100), 100);
+    int e = split_exponent(m);
     float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
     for (int i = threadIdx.x; i < words; i += blockDim.x) {
         u16 hi[8], lo[8];
@@ -256,12 +255,15 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* con
 
 // The rows' sums for one alignment and zero-point case: the first round of weight loads goes
 // out before waiting for the kernel that writes x (programmatic dependent launch; see pdl_enter
-// in prelude.cuh), then x is staged and the rows walked.
-template <bool VEC, bool ZP, typename S, int R>
+// in prelude.cuh), then x is staged and the rows walked. SPLIT: the kernel that wrote x also
+// wrote it split (`xsplit`, split_stride in prelude.cuh), and the B fragments are read from
+// there: no stage, the same values.
+template <bool VEC, bool ZP, typename S, int R, bool SPLIT>
 __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* const (&sc)[2],
-                                          const float* const (&zr)[2], const float* x, int k,
-                                          int part, int split, int chunks, int bshift, uint4* xs,
-                                          const uint4* zero, float (&acc)[2]) {
+                                          const float* const (&zr)[2], const float* x,
+                                          const uint4* xsplit, int k, int part, int split,
+                                          int chunks, int bshift, uint4* xs, const uint4* zero,
+                                          float (&acc)[2]) {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int words = chunks * 4;
     pdl_trigger();
@@ -271,6 +273,14 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     // first weights leave only once the kernel before has finished (kernel_pdl.py checks).
     if (part * 4 < chunks)
         i4m_fetch<VEC, ZP, S, R>(row, sc, zr, part, split, t, chunks, bshift, r);
+    if (SPLIT) {
+        __syncthreads();  // `zero` is written before, read after (the stage's barrier otherwise)
+        pdl_wait();
+        int stride = split_stride(k);
+        i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift,
+                                xsplit + (g & 1) * stride, zero, r, acc);
+        return *(const float*)(xsplit + 2 * stride);
+    }
     pdl_wait();
     float up = i4m_stage(x, k, words, xs);
     i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero,
@@ -278,12 +288,13 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     return up;
 }
 
-// The whole launch for scales of type S (f32, or the model's f16 as u16 bits) and R chunks per
-// row a round.
-template <typename S, int R>
+// The whole launch for scales of type S (f32, or the model's f16 as u16 bits), R chunks per
+// row a round, and x staged here or read split (SPLIT, from `xsplit`).
+template <typename S, int R, bool SPLIT>
 __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales, const float* zp,
                                               const float* x, const float* bias, float* y, int n,
-                                              int k, int bs, int split, int glu, int act) {
+                                              int k, int bs, int split, int glu, int act,
+                                              const uint4* xsplit) {
     extern __shared__ uint4 i4m_xs[];
     __shared__ float red[I4M_WARPS][16];
     __shared__ uint4 zero[4];
@@ -308,17 +319,17 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
     float acc[2] = {0.0f, 0.0f}, up;
     bool vec = ((size_t)packed & 15) == 0;
     if (vec && zp)
-        up = i4m_body<true, true, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
-                                        zero, acc);
+        up = i4m_body<true, true, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
+                                               bshift, i4m_xs, zero, acc);
     else if (vec)
-        up = i4m_body<true, false, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
-                                         zero, acc);
+        up = i4m_body<true, false, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
+                                                bshift, i4m_xs, zero, acc);
     else if (zp)
-        up = i4m_body<false, true, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
-                                         zero, acc);
+        up = i4m_body<false, true, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
+                                                bshift, i4m_xs, zero, acc);
     else
-        up = i4m_body<false, false, S, R>(row, sc, zr, x, k, part, split, chunks, bshift, i4m_xs,
-                                          zero, acc);
+        up = i4m_body<false, false, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
+                                                 bshift, i4m_xs, zero, acc);
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 1);
@@ -350,34 +361,72 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
     linear_store(sum, bias, col, act, y + col);
 }
 
+// The entries: f32 or f16 (u16 bits) scales; deep (I4M_ROUND chunks a round) or wide
+// (I4M_WIDE_ROUND); x staged here, or read split from `xsplit` (`_split`; ignored otherwise).
+// All eight give the same bits.
+// The entries: f32 or f16 (u16 bits) scales; deep (I4M_ROUND chunks a round) or wide
+// (I4M_WIDE_ROUND); x staged here, or read split from `xsplit` (`_split`; ignored otherwise).
+// All eight give the same bits.
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp, const float* x,
-                         const float* bias, float* y, int n, int k, int bs, int split, int glu,
-                         int act) {
-    i4m_main_body<float, I4M_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
+    gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp,
+                         const float* x, const float* bias, float* y, int n, int k, int bs,
+                         int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                           act, xsplit);
 }
 
-// The same launch reading the model's f16 scales (u16 bits): the same bits out.
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma_s16(const u8* packed, const u16* scales, const float* zp, const float* x,
-                             const float* bias, float* y, int n, int k, int bs, int split, int glu,
-                             int act) {
-    i4m_main_body<u16, I4M_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
+    gemv_decode_int4_mma_split(const u8* packed, const float* scales, const float* zp,
+                               const float* x, const float* bias, float* y, int n, int k, int bs,
+                               int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                          act, xsplit);
 }
 
-// The wide entries (see I4M_WIDE_ROUND): the same bits out.
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
+    gemv_decode_int4_mma_s16(const u8* packed, const u16* scales, const float* zp,
+                             const float* x, const float* bias, float* y, int n, int k, int bs,
+                             int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                         act, xsplit);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
+    gemv_decode_int4_mma_s16_split(const u8* packed, const u16* scales, const float* zp,
+                                   const float* x, const float* bias, float* y, int n, int k, int bs,
+                                   int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                        act, xsplit);
+}
+
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
     gemv_decode_int4_mma_wide(const u8* packed, const float* scales, const float* zp,
                               const float* x, const float* bias, float* y, int n, int k, int bs,
-                              int split, int glu, int act) {
-    i4m_main_body<float, I4M_WIDE_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                         act);
+                              int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                                act, xsplit);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
+    gemv_decode_int4_mma_wide_split(const u8* packed, const float* scales, const float* zp,
+                                    const float* x, const float* bias, float* y, int n, int k, int bs,
+                                    int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                               act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
     gemv_decode_int4_mma_s16_wide(const u8* packed, const u16* scales, const float* zp,
-                                  const float* x, const float* bias, float* y, int n, int k,
-                                  int bs, int split, int glu, int act) {
-    i4m_main_body<u16, I4M_WIDE_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                       act);
+                                  const float* x, const float* bias, float* y, int n, int k, int bs,
+                                  int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                              act, xsplit);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
+    gemv_decode_int4_mma_s16_wide_split(const u8* packed, const u16* scales, const float* zp,
+                                        const float* x, const float* bias, float* y, int n, int k, int bs,
+                                        int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
+                                             act, xsplit);
 }

@@ -14,11 +14,45 @@
 // least width / NORM_VALUES threads.
 #define NORM_VALUES 8
 
-extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
-                                         const float* __restrict__ weight,
-                                         const float* __restrict__ bias, float* out, int width,
-                                         int per_row, int ld, float eps, int rms, int write_sum,
-                                         int act) {
+// The row's values (thread t holds t + j * blockDim.x in v[j], zeros past the row) split into
+// hi and lo halves at their slots (split_stride, split_slot in prelude.cuh), zeros past the
+// row, and 2^e after them. Every thread of the block must call it (it synchronises).
+__device__ __forceinline__ void split_row(const float (&v)[NORM_VALUES], int width,
+                                          float* scratch, u16* split) {
+    float m = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) m = fmaxf(m, fabsf(v[j]));
+    __syncthreads();  // scratch was the norm's
+    int e = split_exponent(block_max(m, scratch));
+    float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
+    int stride = split_stride(width), slots = stride * 8;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        if (i < width) {
+            float s = v[j] * down;
+            u16 hi = f32_to_f16(s);
+            split[split_slot(i)] = hi;
+            split[slots + split_slot(i)] = f32_to_f16(s - f16_to_f32(hi));
+        }
+    }
+    for (int i = width + threadIdx.x; i < slots; i += blockDim.x) {
+        split[split_slot(i)] = 0;
+        split[slots + split_slot(i)] = 0;
+    }
+    if (threadIdx.x == 0) *(float*)(split + 2 * slots) = __int_as_float((127 + e) << 23);
+}
+
+// SPLIT (one row): `out` also written split for the int4 tensor-core GEMV after it
+// (split_stride in prelude.cuh): the halves int4_mma.cu's stage would make of it, so that GEMV
+// skips its stage and gives the same bits.
+template <bool SPLIT>
+__device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
+                                               const float* __restrict__ delta,
+                                               const float* __restrict__ weight,
+                                               const float* __restrict__ bias, float* out,
+                                               int width, int per_row, int ld, float eps, int rms,
+                                               int write_sum, int act, u16* split) {
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
@@ -62,6 +96,28 @@ extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __r
             if (bias) o += b[j];
             if (write_sum) x[base + i] = round_act(v[j], act);
             out[base + i] = round_act(o, act);
+            if (SPLIT) v[j] = round_act(o, act);
         }
     }
+    if (SPLIT) split_row(v, width, scratch, split);
+}
+
+extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
+                                         const float* __restrict__ weight,
+                                         const float* __restrict__ bias, float* out, int width,
+                                         int per_row, int ld, float eps, int rms, int write_sum,
+                                         int act) {
+    skip_norm_body<false>(x, delta, weight, bias, out, width, per_row, ld, eps, rms, write_sum,
+                          act, nullptr);
+}
+
+// One row (per_row 1), also written split into `split`.
+extern "C" __global__ void skip_norm_split_f32(float* __restrict__ x,
+                                               const float* __restrict__ delta,
+                                               const float* __restrict__ weight,
+                                               const float* __restrict__ bias, float* out,
+                                               int width, float eps, int rms, int write_sum,
+                                               int act, u16* split) {
+    skip_norm_body<true>(x, delta, weight, bias, out, width, 1, width, eps, rms, write_sum, act,
+                         split);
 }

@@ -100,6 +100,29 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
+// ---- x split into f16 halves for the int4 tensor-core GEMV (int4_mma.cu) -------------------
+//
+// x * 2^-e = hi + lo (f16 each), e putting max|x| in [2^14, 2^15): the exponent for a row whose
+// largest magnitude is m (0 for a zero, infinite or NaN m).
+__device__ __forceinline__ int split_exponent(float m) {
+    if (m > 0.0f && m <= 3.0e38f)
+        return min(max((int)((__float_as_uint(m) >> 23) & 0xff) - 141, -100), 100);
+    return 0;
+}
+
+// The halves of x[at] in a split row: values 8w + (0, 4, 1, 5, 2, 6, 3, 7) are word w's eight
+// f16 slots in that order (how the mma pairs a packed word's nibbles), so value `at` sits at
+// slot 8 (at / 8) + 2 (at % 4) + (at % 8) / 4.
+__device__ __forceinline__ int split_slot(int at) {
+    return (at & ~7) + 2 * (at & 3) + ((at >> 2) & 1);
+}
+
+// A split row as the kernel that writes x publishes it (skip_norm_split_f32): `stride` 16-byte
+// words of hi halves, `stride` of lo halves, then 2^e as the first float of one more word.
+// stride = ceil(width / 256) * 32 covers the padded row of every block size up to 256; slots
+// past the row are zero.
+__device__ __forceinline__ int split_stride(int width) { return (width + 255) / 256 * 32; }
+
 // Linear layers (gemv.cu, int4.cu): rows of x per warp, warps per block, weight bytes each
 // lane loads per iteration (independent 16-byte loads issued before the arithmetic).
 #define GEMV_ROWS 4

@@ -36,7 +36,7 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "norm",
         code: include_str!("../../../../kernels/norm.cu"),
-        symbols: &["skip_norm_f32"],
+        symbols: &["skip_norm_f32", "skip_norm_split_f32"],
     },
     Source {
         family: "rotary",
@@ -100,6 +100,10 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_int4_mma_s16",
             "gemv_decode_int4_mma_wide",
             "gemv_decode_int4_mma_s16_wide",
+            "gemv_decode_int4_mma_split",
+            "gemv_decode_int4_mma_s16_split",
+            "gemv_decode_int4_mma_wide_split",
+            "gemv_decode_int4_mma_s16_wide_split",
         ],
     },
     Source {

@@ -18,7 +18,7 @@ mod int4_mma;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 pub(crate) use int4::Int4Fp32;
-pub(crate) use int4_mma::int4_mma_form;
+pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 
 /// Blocks of the first argmax pass (and partials it leaves).
 pub(crate) const ARGMAX_PARTS: usize = 128;
@@ -44,6 +44,18 @@ pub(crate) struct Kernels {
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
+}
+
+/// Threads of a norm block for rows of `width`: NORM_VALUES (8) values per thread in whole
+/// warps, at most 1024 threads.
+fn norm_threads(width: usize) -> Result<u32, Error> {
+    if width == 0 || width > 8 * 1024 {
+        return Err(Error::Invalid {
+            what: "norm width",
+            why: format!("{width} (1..=8192)"),
+        });
+    }
+    Ok((width.div_ceil(8).div_ceil(32) * 32) as u32)
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -560,14 +572,7 @@ impl Ops<'_> {
         write_sum: bool,
         act: i32,
     ) -> Result<(), Error> {
-        // NORM_VALUES (8) values per thread, at most 1024 threads.
-        if width == 0 || width > 8 * 1024 {
-            return Err(Error::Invalid {
-                what: "norm width",
-                why: format!("{width} (1..=8192)"),
-            });
-        }
-        let threads = (width.div_ceil(8).div_ceil(32) * 32) as u32;
+        let threads = norm_threads(width)?;
         let (w, pr, ld) = (
             int("width", width)?,
             int("per_row", per_row)?,
@@ -579,6 +584,40 @@ impl Ops<'_> {
         launch!(
             self, f, c, &x, &delta, &weight, &bias, &out, &w, &pr, &ld, &eps, &rms, &write_sum,
             &act
+        )
+    }
+
+    /// One row of [`Ops::skip_norm`] (with `write_sum`), its output also written split into
+    /// f16 halves at `split` (`split_bytes(width)` bytes) for the tensor-core int4 GEMVs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn skip_norm_split(
+        &self,
+        (x, delta): (DevPtr, DevPtr),
+        (weight, bias): (DevPtr, DevPtr),
+        out: DevPtr,
+        split: DevPtr,
+        width: usize,
+        (eps, rms): (f32, bool),
+        act: i32,
+    ) -> Result<(), Error> {
+        let threads = norm_threads(width)?;
+        let (w, rms, write_sum) = (int("width", width)?, i32::from(rms), 1i32);
+        let f = self.k.get("skip_norm_split_f32")?;
+        launch!(
+            self,
+            f,
+            cfg((1, 1, 1), threads, 0),
+            &x,
+            &delta,
+            &weight,
+            &bias,
+            &out,
+            &w,
+            &eps,
+            &rms,
+            &write_sum,
+            &act,
+            &split
         )
     }
 
@@ -854,9 +893,8 @@ impl<'a> Ops<'a> {
     }
 }
 
-#[cfg(test)]
 impl LinearShape {
-    /// One row of x, `k` inputs, `n` outputs, rows packed (the split rules' tests).
+    /// One row of x, `k` inputs, `n` outputs, rows packed.
     pub(crate) fn one_row(n: usize, k: usize, glu: i32) -> LinearShape {
         LinearShape {
             m: 1,

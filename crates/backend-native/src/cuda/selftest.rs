@@ -1,7 +1,8 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
-//! argmax, and the device token choice against the host's (`sampling.rs`). Run by
+//! argmax, the device token choice against the host's (`sampling.rs`), and the norm's output
+//! split for the int4 tensor-core GEMV (`split.rs`, bitwise). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -20,6 +21,7 @@ mod gemm_int4;
 mod int4;
 mod linear;
 mod sampling;
+mod split;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -90,8 +92,12 @@ impl Ctx {
     ) -> Result<DevBuf<T>, Error> {
         DevBuf::from_host(&self.stream, v)
     }
-    fn down(&self, b: &DevBuf<f32>, n: usize) -> Result<Vec<f32>, Error> {
-        let mut v = vec![0f32; n];
+    fn down<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Clone + Default>(
+        &self,
+        b: &DevBuf<T>,
+        n: usize,
+    ) -> Result<Vec<T>, Error> {
+        let mut v = vec![T::default(); n];
         b.read(&self.stream, &mut v)?;
         self.stream.synchronize().map_err(|e| Error::Cuda {
             what: "sync",
@@ -120,6 +126,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     for case in int4::cases() {
         checks.push(int4::check(&ctx, &mut rng, case)?);
     }
+    checks.extend(split::checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
         checks.push(attention(&ctx, &mut rng, window, softcap)?);

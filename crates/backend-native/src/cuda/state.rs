@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops, split_bytes};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -34,6 +34,9 @@ pub(crate) struct Buffers {
     part: DevBuf<f32>,
     /// Attention tickets `[CHUNK, heads]`, zero between launches.
     counts: DevBuf<i32>,
+    /// One normed row split into f16 halves for the tensor-core int4 GEMVs after the norm
+    /// (`QuantScratch::x_split`).
+    x_split: DevBuf<u8>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
     qa: DevBuf<i8>,
@@ -208,6 +211,7 @@ impl Buffers {
             attn: z(sizes.attn)?,
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
+            x_split: DevBuf::zeros(stream, split_bytes(model.hidden))?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
@@ -233,7 +237,14 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let scratch = QuantScratch {
         qa: b.qa.ptr,
         sa: b.sa.ptr,
+        x_split: 0,
     };
+    // In a one-row step whose norms feed tensor-core int4 GEMVs, the norms may also write
+    // their output split for them (the same bits; `GENAI_BRIDGE_INT4_SPLIT_X`).
+    let split = m == 1 && ops.k.int4_mma.split_x && norms_feed_split_readers(ops, model);
+    let x_split = if split { b.x_split.ptr } else { 0 };
+    // What the linears right after a norm read (qkv, the MLP's first, the lm_head).
+    let normed = QuantScratch { x_split, ..scratch };
     ops.embedding(
         model.embedding.ptr()?,
         model.positions.as_ref().map_or(0, |p| p.ptr),
@@ -248,6 +259,10 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let residual_norm = |n: &DevNorm, delta: DevPtr| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
+        if x_split != 0 {
+            let (x, out) = ((b.x.ptr, delta), b.normed.ptr);
+            return ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act);
+        }
         ops.skip_norm(
             b.x.ptr,
             delta,
@@ -273,9 +288,9 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         .map_or(&model.final_norm, |l| &l.attn_norm);
     residual_norm(first, 0)?;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, scratch)?;
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, normed)?;
         linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
-        let h = mlp_block(ops, layer, b, m, scratch)?;
+        let h = mlp_block(ops, layer, b, m, normed)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
@@ -286,7 +301,17 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
-        .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
+        .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
+}
+
+/// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
+/// tensor-core int4 kernel, which can read the norm's output split.
+fn norms_feed_split_readers(ops: &Ops<'_>, model: &DevModel) -> bool {
+    let mut readers = model
+        .layers
+        .iter()
+        .flat_map(|l| l.qkv.parts.iter().chain(&l.mlp.parts));
+    model.lm_head.reads_split_x(ops) || readers.any(|(p, _)| p.reads_split_x(ops))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -33,11 +33,14 @@ pub(crate) struct DevLinear {
     home: Home,
 }
 
-/// Scratch for int8 activations: `qa` `[rows, kp]` and `sa` `[rows, blocks]`.
+/// x in the other forms the int4 kernels read: scratch for int8 activations (`qa` `[rows, kp]`
+/// and `sa` `[rows, blocks]`), and one row of x already split into f16 halves by the norm that
+/// wrote it (`x_split`, `kernels/int4_mma.rs`; 0: not split).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct QuantScratch {
     pub qa: DevPtr,
     pub sa: DevPtr,
+    pub x_split: DevPtr,
 }
 
 impl DevLinear {
@@ -217,6 +220,7 @@ impl DevLinear {
                         block,
                         integral_zp,
                         scales_f16: at(self.parts.scales_f16),
+                        x_split: if m == 1 { scratch.x_split } else { 0 },
                     },
                     prompt,
                     x,
@@ -227,6 +231,21 @@ impl DevLinear {
                 ),
             }
         })
+    }
+
+    /// Whether one row of this layer runs on the tensor-core int4 kernel here, which can read
+    /// its x split by the norm before it ([`QuantScratch::x_split`]).
+    pub fn reads_split_x(&self, ops: &Ops<'_>) -> bool {
+        let shape = LinearShape::one_row(self.n, self.k, -1);
+        match self.form {
+            Form::Int4 {
+                block,
+                int8: false,
+                integral_zp,
+                ..
+            } => ops.int4_mma_fits(&shape, block, integral_zp),
+            _ => false,
+        }
     }
 
     /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the

@@ -21,12 +21,15 @@ const ROUND_VALUES: usize = 2 * I4D_LOADS * WARP_VALUES;
 /// How a CompFp32 layer's GEMV may run: its block size, whether its zero points are integers
 /// (or absent; the tensor cores need them), and the model's f16 scales where the layer's image
 /// holds them as well (0: it does not; `host.rs`), which the tensor-core kernel then reads
-/// instead of the f32 ones: half the scale bytes, the same values.
+/// instead of the f32 ones: half the scale bytes, the same values. `x_split`: one row of x
+/// also split into f16 halves by the kernel that wrote it (`skip_norm_split_f32`; 0: none),
+/// which the tensor-core kernel then reads instead of staging x itself.
 #[derive(Debug, Clone, Copy)]
 pub struct Int4Fp32 {
     pub block: usize,
     pub integral_zp: bool,
     pub scales_f16: DevPtr,
+    pub x_split: DevPtr,
 }
 
 /// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
@@ -117,13 +120,21 @@ impl Ops<'_> {
         let bs = check_block(block)?;
         check_packed(packed)?;
         if s.int4_decode(self.k.decode_gemv) {
-            // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales).
-            let half = form.scales_f16 != 0;
+            // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales),
+            // then the split x.
+            let (half, x_split) = (form.scales_f16 != 0, form.x_split);
+            let forms = (half, x_split != 0);
             let (name, config, split, mma) =
-                self.int4_one_row_entry(&s, block, form.integral_zp, half, wide)?;
-            let scales = if mma && half { form.scales_f16 } else { scales };
+                self.int4_one_row_entry(&s, block, form.integral_zp, forms, wide)?;
             let f = self.k.get(name)?;
             let split = int("split", split)?;
+            if mma {
+                let scales = if half { form.scales_f16 } else { scales };
+                return launch!(
+                    self, f, config, &packed, &scales, &zp, &x, &bias, &y, &n, &k, &bs, &split,
+                    &s.glu, &act, &x_split
+                );
+            }
             return launch!(
                 self, f, config, &packed, &scales, &zp, &x, &bias, &y, &n, &k, &bs, &split, &s.glu,
                 &act
@@ -158,31 +169,31 @@ impl Ops<'_> {
     }
 
     /// The kernel, launch and split of one CompFp32 int4 row of this shape: the tensor-core
-    /// kernel where it fits (reading the f16 scales where `half_scales` says the layer has
-    /// them), else `gemv_decode_int4_f32`.
+    /// kernel where it fits (`forms`: reading the f16 scales where the layer has them, and x
+    /// split where the norm before wrote it), else `gemv_decode_int4_f32`.
     pub(crate) fn int4_one_row(
         &self,
         s: &LinearShape,
         block: usize,
         integral_zp: bool,
-        half_scales: bool,
+        forms: (bool, bool),
     ) -> Result<(&'static str, LaunchConfig, usize), Error> {
-        self.int4_one_row_entry(s, block, integral_zp, half_scales, None)
+        self.int4_one_row_entry(s, block, integral_zp, forms, None)
             .map(|(name, config, split, _)| (name, config, split))
     }
 
-    /// [`Ops::int4_one_row`] with the tensor-core entry forced where `wide` says, and whether
-    /// the tensor-core kernel runs.
+    /// [`Ops::int4_one_row`] (`forms`: on f16 scales, reading x split) with the tensor-core
+    /// entry forced where `wide` says, and whether the tensor-core kernel runs.
     fn int4_one_row_entry(
         &self,
         s: &LinearShape,
         block: usize,
         integral_zp: bool,
-        half_scales: bool,
+        forms: (bool, bool),
         wide: Option<bool>,
     ) -> Result<(&'static str, LaunchConfig, usize, bool), Error> {
         if self.int4_mma_fits(s, block, integral_zp) {
-            let (name, config, split) = self.int4_mma_config(s, block, half_scales, wide)?;
+            let (name, config, split) = self.int4_mma_config(s, block, forms, wide)?;
             Ok((name, config, split, true))
         } else {
             let split = s.decode_split_int4();

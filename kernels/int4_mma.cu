@@ -50,6 +50,13 @@
 #ifndef I4M_WIDE_BLOCKS
 #define I4M_WIDE_BLOCKS 4
 #endif
+// The `_split` entries read their B fragments straight from the split x in global memory
+// (0), or copy its halves into shared memory first, one barrier (I4M_SPLIT_COPY=1: round 13
+// measured the former faster on narrow launches and slower on wide ones; the copy is the
+// candidate for both). The same values either way: the same bits.
+#ifndef I4M_SPLIT_COPY
+#define I4M_SPLIT_COPY 0
+#endif
 // I4M_STAGE_VEC (1 since round 12; 0 for the scalar stage): the stage reads x as float4 (where
 // x is 16-byte aligned and k a multiple of 8): the max pass with its loads unrolled, the split
 // pass two loads a word instead of eight; the same values, so the same bits.
@@ -273,6 +280,16 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     // first weights leave only once the kernel before has finished (kernel_pdl.py checks).
     if (part * 4 < chunks)
         i4m_fetch<VEC, ZP, S, R>(row, sc, zr, part, split, t, chunks, bshift, r);
+    if (SPLIT && I4M_SPLIT_COPY) {
+        pdl_wait();
+        int stride = split_stride(k);
+        for (int i = threadIdx.x; i < 2 * words; i += blockDim.x)
+            xs[i] = xsplit[i < words ? i : stride + i - words];
+        __syncthreads();  // the halves, and `zero`, are written before, read after
+        i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words,
+                                zero, r, acc);
+        return *(const float*)(xsplit + 2 * stride);
+    }
     if (SPLIT) {
         __syncthreads();  // `zero` is written before, read after (the stage's barrier otherwise)
         pdl_wait();
@@ -368,65 +385,65 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
 // (I4M_WIDE_ROUND); x staged here, or read split from `xsplit` (`_split`; ignored otherwise).
 // All eight give the same bits.
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma(const u8* packed, const float* scales, const float* zp,
-                         const float* x, const float* bias, float* y, int n, int k, int bs,
-                         int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                           act, xsplit);
+    gemv_decode_int4_mma(
+        const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                           glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma_split(const u8* packed, const float* scales, const float* zp,
-                               const float* x, const float* bias, float* y, int n, int k, int bs,
-                               int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                          act, xsplit);
+    gemv_decode_int4_mma_split(
+        const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                          glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma_s16(const u8* packed, const u16* scales, const float* zp,
-                             const float* x, const float* bias, float* y, int n, int k, int bs,
-                             int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                         act, xsplit);
+    gemv_decode_int4_mma_s16(
+        const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                         glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma_s16_split(const u8* packed, const u16* scales, const float* zp,
-                                   const float* x, const float* bias, float* y, int n, int k, int bs,
-                                   int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                        act, xsplit);
+    gemv_decode_int4_mma_s16_split(
+        const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                        glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
-    gemv_decode_int4_mma_wide(const u8* packed, const float* scales, const float* zp,
-                              const float* x, const float* bias, float* y, int n, int k, int bs,
-                              int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                                act, xsplit);
+    gemv_decode_int4_mma_wide(
+        const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                                glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
-    gemv_decode_int4_mma_wide_split(const u8* packed, const float* scales, const float* zp,
-                                    const float* x, const float* bias, float* y, int n, int k, int bs,
-                                    int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                               act, xsplit);
+    gemv_decode_int4_mma_wide_split(
+        const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<float, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                               glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
-    gemv_decode_int4_mma_s16_wide(const u8* packed, const u16* scales, const float* zp,
-                                  const float* x, const float* bias, float* y, int n, int k, int bs,
-                                  int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                              act, xsplit);
+    gemv_decode_int4_mma_s16_wide(
+        const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                              glu, act, xsplit);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
-    gemv_decode_int4_mma_s16_wide_split(const u8* packed, const u16* scales, const float* zp,
-                                        const float* x, const float* bias, float* y, int n, int k, int bs,
-                                        int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split, glu,
-                                             act, xsplit);
+    gemv_decode_int4_mma_s16_wide_split(
+        const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
+        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
+    i4m_main_body<u16, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
+                                             glu, act, xsplit);
 }

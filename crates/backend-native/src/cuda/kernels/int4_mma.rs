@@ -184,7 +184,8 @@ impl Ops<'_> {
 
     /// The entry and launch of the tensor-core kernel for one row of this shape (the
     /// arguments of `gemv_decode_int4_f32`, then the split x; `half`: on the f16 scales;
-    /// `split_x`: reading x split, no stage; `wide` forces the entry) and its split.
+    /// `split_x`: reading x split rather than staging it; `wide` forces the entry) and its
+    /// split.
     pub(super) fn int4_mma_config(
         &self,
         s: &LinearShape,
@@ -195,8 +196,9 @@ impl Ops<'_> {
         let split = s.int4_mma_split();
         let blocks = s.n.div_ceil(ROWS).div_ceil(WARPS / split);
         let grid = (grid_dim("gemv columns", blocks)?, 1, 1);
-        let stage = if split_x { 0 } else { stage_bytes(s.k, block) };
-        let shared = u32::try_from(stage).map_err(|_| Error::Invalid {
+        // The `_split` entries need the stage's room too where they copy the halves there
+        // (`I4M_SPLIT_COPY`).
+        let shared = u32::try_from(stage_bytes(s.k, block)).map_err(|_| Error::Invalid {
             what: "int4 layer",
             why: format!("k = {} is too long to stage", s.k),
         })?;

@@ -77,8 +77,8 @@ pub(crate) struct Int4Mma {
 }
 
 impl Int4Mma {
-    /// Opts every entry into the device's shared memory and counts the deep entries' resident
-    /// blocks.
+    /// Opts every entry (the `_split` ones too: they may copy the halves there) into the
+    /// device's shared memory and counts the deep entries' resident blocks.
     pub(super) fn probe(
         ctx: &CudaContext,
         major: i32,
@@ -94,7 +94,7 @@ impl Int4Mma {
             return Self::default();
         }
         let mut shared = usize::MAX;
-        for name in DEEP.iter().chain(&WIDE) {
+        for name in [DEEP, WIDE, DEEP_SPLIT, WIDE_SPLIT].iter().flatten() {
             let granted = functions.get(name).and_then(|f| {
                 let fixed = f.shared_size_bytes().ok()?;
                 opt_in_shared(ctx, f, fixed as usize, 0)

@@ -290,8 +290,8 @@ pub fn time_gemvs(
                         ))
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
-                let (kernel, config, split) =
-                    ops.int4_one_row(&shape, INT4_BLOCK, true, (half_scales, split_x))?;
+                let (kernel, config, split, _) =
+                    ops.int4_one_row(&shape, INT4_BLOCK, true, (half_scales, split_x), None)?;
                 let timing = time_graph(&stream, launches, reps, |i| {
                     let (packed, scales, scales_f16, zp) = &parts[i % copies];
                     ops.gemv_int4_f32(

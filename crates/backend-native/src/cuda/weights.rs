@@ -220,7 +220,7 @@ impl DevLinear {
                         block,
                         integral_zp,
                         scales_f16: at(self.parts.scales_f16),
-                        x_split: if m == 1 { scratch.x_split } else { 0 },
+                        x_split: scratch.x_split,
                     },
                     prompt,
                     x,

@@ -125,7 +125,7 @@ impl Ops<'_> {
             let (half, x_split) = (form.scales_f16 != 0, form.x_split);
             let forms = (half, x_split != 0);
             let (name, config, split, mma) =
-                self.int4_one_row_entry(&s, block, form.integral_zp, forms, wide)?;
+                self.int4_one_row(&s, block, form.integral_zp, forms, wide)?;
             let f = self.k.get(name)?;
             let split = int("split", split)?;
             if mma {
@@ -168,23 +168,11 @@ impl Ops<'_> {
         )
     }
 
-    /// The kernel, launch and split of one CompFp32 int4 row of this shape: the tensor-core
-    /// kernel where it fits (`forms`: reading the f16 scales where the layer has them, and x
-    /// split where the norm before wrote it), else `gemv_decode_int4_f32`.
+    /// The kernel, launch and split of one CompFp32 int4 row of this shape, and whether it is
+    /// the tensor-core kernel: that where it fits (`forms`: reading the f16 scales where the
+    /// layer has them, and x split where the norm before wrote it; `wide` forces its entry),
+    /// else `gemv_decode_int4_f32`.
     pub(crate) fn int4_one_row(
-        &self,
-        s: &LinearShape,
-        block: usize,
-        integral_zp: bool,
-        forms: (bool, bool),
-    ) -> Result<(&'static str, LaunchConfig, usize), Error> {
-        self.int4_one_row_entry(s, block, integral_zp, forms, None)
-            .map(|(name, config, split, _)| (name, config, split))
-    }
-
-    /// [`Ops::int4_one_row`] (`forms`: on f16 scales, reading x split) with the tensor-core
-    /// entry forced where `wide` says, and whether the tensor-core kernel runs.
-    fn int4_one_row_entry(
         &self,
         s: &LinearShape,
         block: usize,

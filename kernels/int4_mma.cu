@@ -280,22 +280,21 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     // first weights leave only once the kernel before has finished (kernel_pdl.py checks).
     if (part * 4 < chunks)
         i4m_fetch<VEC, ZP, S, R>(row, sc, zr, part, split, t, chunks, bshift, r);
-    if (SPLIT && I4M_SPLIT_COPY) {
-        pdl_wait();
-        int stride = split_stride(k);
-        for (int i = threadIdx.x; i < 2 * words; i += blockDim.x)
-            xs[i] = xsplit[i < words ? i : stride + i - words];
-        __syncthreads();  // the halves, and `zero`, are written before, read after
-        i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words,
-                                zero, r, acc);
-        return *(const float*)(xsplit + 2 * stride);
-    }
     if (SPLIT) {
-        __syncthreads();  // `zero` is written before, read after (the stage's barrier otherwise)
-        pdl_wait();
         int stride = split_stride(k);
-        i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift,
-                                xsplit + (g & 1) * stride, zero, r, acc);
+        const uint4* xb;
+        if (I4M_SPLIT_COPY) {
+            pdl_wait();
+            for (int i = threadIdx.x; i < 2 * words; i += blockDim.x)
+                xs[i] = xsplit[i < words ? i : stride + i - words];
+            __syncthreads();  // the halves, and `zero`, are written before, read after
+            xb = xs + (g & 1) * words;
+        } else {
+            __syncthreads();  // `zero` is written before, read after (the stage's barrier)
+            pdl_wait();
+            xb = xsplit + (g & 1) * stride;
+        }
+        i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xb, zero, r, acc);
         return *(const float*)(xsplit + 2 * stride);
     }
     pdl_wait();

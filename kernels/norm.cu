@@ -22,8 +22,7 @@ __device__ __forceinline__ void split_row(const float (&v)[NORM_VALUES], int wid
     float m = 0.0f;
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) m = fmaxf(m, fabsf(v[j]));
-    __syncthreads();  // scratch was the norm's
-    int e = split_exponent(block_max(m, scratch));
+    int e = split_exponent(block_max(m, scratch));  // (its first barrier frees scratch)
     float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
     int stride = split_stride(width), slots = stride * 8;
 #pragma unroll

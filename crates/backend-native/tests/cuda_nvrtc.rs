@@ -100,3 +100,14 @@ fn decode_attention_compiles_for_older_gpus() {
         assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
     }
 }
+
+/// The persistent-step timing prototype (`benches/step_proto.cu`) compiles like the families.
+#[test]
+fn the_step_prototype_compiles_for_sm_90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let source = &genai_backend_native::cuda::step_timing::STEP_PROTO;
+    let cubin = compile::compile(source, ARCH).unwrap_or_else(|e| panic!("{e}"));
+    assert!(cubin.starts_with(b"\x7fELF"), "not an ELF cubin");
+}

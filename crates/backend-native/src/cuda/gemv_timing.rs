@@ -318,7 +318,7 @@ pub fn time_gemvs(
 
 /// Captures `launches` calls of `launch` (with the launch index) as one graph, replays it
 /// twice to warm up, then `reps` times: (median, min) µs per launch.
-fn time_graph(
+pub(crate) fn time_graph(
     stream: &std::sync::Arc<cudarc::driver::CudaStream>,
     launches: usize,
     reps: usize,

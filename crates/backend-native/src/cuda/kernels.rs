@@ -356,10 +356,6 @@ pub(crate) unsafe fn launch_raw_in(
     cluster: u32,
 ) -> Result<(), Error> {
     use cudarc::driver::sys;
-    stream
-        .context()
-        .bind_to_thread()
-        .map_err(launch_error("kernel launch"))?;
     // SAFETY: an all-zero attribute is a valid (ignored) value of this plain C union.
     let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
     let mut count = 0;
@@ -377,6 +373,26 @@ pub(crate) unsafe fn launch_raw_in(
         a.value.clusterDim.z = 1;
         count += 1;
     }
+    // SAFETY: the caller's guarantees are this function's; the attributes are set above.
+    unsafe { launch_with(stream, f, cfg, params, &mut attrs[..count]) }
+}
+
+/// Launches `f` with `params` and the launch attributes `attrs` on `stream`.
+///
+/// # Safety
+/// As [`launch_raw`], and the device must honour every attribute asked for.
+pub(crate) unsafe fn launch_with(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    params: &mut [*mut std::ffi::c_void],
+    attrs: &mut [cudarc::driver::sys::CUlaunchAttribute],
+) -> Result<(), Error> {
+    use cudarc::driver::sys;
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(launch_error("kernel launch"))?;
     let config = sys::CUlaunchConfig {
         gridDimX: cfg.grid_dim.0,
         gridDimY: cfg.grid_dim.1,
@@ -387,7 +403,7 @@ pub(crate) unsafe fn launch_raw_in(
         sharedMemBytes: cfg.shared_mem_bytes,
         hStream: stream.cu_stream(),
         attrs: attrs.as_mut_ptr(),
-        numAttrs: count as u32,
+        numAttrs: attrs.len() as u32,
     };
     // SAFETY: `config` and `attrs` live through the call; the caller guarantees `params`.
     unsafe {

@@ -19,6 +19,7 @@ mod pinned;
 mod residency;
 pub mod selftest;
 mod state;
+pub mod step_timing;
 mod support;
 mod weights;
 

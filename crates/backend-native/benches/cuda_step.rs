@@ -1,0 +1,67 @@
+//! A prototype decode step's layers as one persistent launch against one launch per phase, on
+//! a GPU (see `genai_backend_native::cuda::step_timing`): one JSON line per variant on stdout.
+//!
+//! `cargo bench -p genai-backend-native --features cuda --bench cuda_step -- [MODEL,...]
+//! [--reps N]`. Models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b (default: all three), each at its
+//! real layer count with fp16 weights (8B: 14 GB of device memory); or tiny (64-wide rows: the
+//! phase boundaries alone).
+
+use genai_backend_native::cuda::step_timing::time_steps;
+use std::process::ExitCode;
+
+const MODELS: [&str; 3] = ["qwen2.5-0.5b", "qwen2.5-1.5b", "llama3-8b"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mut models: Vec<String> = Vec::new();
+    let mut reps = 20;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--reps" => match it.next().and_then(|r| r.parse().ok()) {
+                Some(r) => reps = r,
+                None => {
+                    eprintln!("--reps needs a count");
+                    return ExitCode::FAILURE;
+                }
+            },
+            other => models.extend(other.split(',').map(String::from)),
+        }
+    }
+    if models.is_empty() {
+        models = MODELS.iter().map(|m| m.to_string()).collect();
+    }
+    if let Err(why) = genai_backend_native::cuda::probe() {
+        eprintln!("NOT RUN: cuda_step: no usable CUDA device: {why}");
+        return ExitCode::FAILURE;
+    }
+    match time_steps(0, &models, reps) {
+        Ok(timings) => {
+            for t in timings {
+                println!(
+                    "{{\"model\":\"{}\",\"variant\":\"{}\",\"blocks\":{},\"layers\":{},\"us_per_layer_median\":{:.3},\"us_per_layer_min\":{:.3},\"weight_gbs\":{:.1},\"same_bits\":{},\"error\":{}}}",
+                    t.model,
+                    t.variant,
+                    t.blocks,
+                    t.layers,
+                    t.us_per_layer_median,
+                    t.us_per_layer_min,
+                    t.weight_gbs,
+                    t.same_bits,
+                    t.error.map_or("null".into(), |e| format!(
+                        "\"{}\"",
+                        e.replace(['"', '\\', '\n'], " ")
+                    ))
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cuda_step failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

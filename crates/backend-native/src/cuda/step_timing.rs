@@ -1,0 +1,448 @@
+//! Times a prototype of a whole decode step's layers as one persistent launch against one
+//! launch per phase (`benches/step_proto.cu`, `benches/cuda_step.rs`): the question it answers
+//! is what the launch boundaries of a step cost against grid-wide barriers, with the same phase
+//! bodies on both sides, before any decoder plumbing is written for it.
+
+use crate::cuda::compile::{self, Source};
+use crate::cuda::device::Device;
+use crate::cuda::gemv_timing::{model_cases, time_graph};
+use crate::cuda::kernels::{launch_error as cuda, launch_raw, launch_with, opt_in_shared, param};
+use crate::cuda::memory::DevBuf;
+use crate::error::Error;
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, sys};
+use std::sync::Arc;
+
+/// The prototype's source (compiled with the prelude like every kernel family; CI compiles it).
+pub const STEP_PROTO: Source = Source {
+    family: "step_proto",
+    code: include_str!("../../benches/step_proto.cu"),
+    symbols: &["step_phase", "step_persistent", "fill_f16"],
+};
+
+/// Threads and warps of a prototype block, and columns per warp item (`SP_*`).
+const THREADS: u32 = 256;
+const WARPS: usize = 8;
+const COLS: usize = 4;
+
+/// The layers of a model shape the step runs: (hidden, qkv width, MLP width, layers); `tiny`
+/// is 64 layers of 64-wide rows, where the phases' work is negligible and what is timed is
+/// their boundaries.
+pub fn step_shape(model: &str) -> Option<(usize, usize, usize, usize)> {
+    if model == "tiny" {
+        return Some((64, 64, 64, 64));
+    }
+    let layers = match model {
+        "qwen2.5-0.5b" => 24,
+        "qwen2.5-1.5b" => 28,
+        "llama3-8b" => 32,
+        _ => return None,
+    };
+    let cases = model_cases(model)?;
+    Some((cases[0].k, cases[0].n, cases[3].k, layers))
+}
+
+/// One phase as the kernels read it (`struct Phase`: seven 64-bit words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phase {
+    /// A GEMV (weights `[n, k]` at `w`), or a tiny one-block phase over `n` values.
+    pub gemv: bool,
+    pub n: usize,
+    pub k: usize,
+    /// x is silu(a) * b of a 2k-wide input.
+    pub glu: bool,
+    pub w: u64,
+    pub x: u64,
+    pub y: u64,
+}
+
+impl Phase {
+    fn words(&self) -> [u64; 7] {
+        let flag = |b: bool| u64::from(b);
+        let (n, k) = (self.n as u64, self.k as u64);
+        [
+            flag(!self.gemv),
+            n,
+            k,
+            flag(self.glu),
+            self.w,
+            self.x,
+            self.y,
+        ]
+    }
+}
+
+/// Activation buffers of the chain: the residual row, the normed row, qkv, the attention
+/// stand-in's output, o's output, the second normed row, gate/up.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows {
+    pub a: u64,
+    pub b: u64,
+    pub q: u64,
+    pub t: u64,
+    pub a2: u64,
+    pub b2: u64,
+    pub g: u64,
+}
+
+/// The seven phases of one layer over weights (qkv, o, gate/up, down) and the rows.
+pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: Rows) -> [Phase; 7] {
+    let tiny = |x, y| Phase {
+        gemv: false,
+        n: hidden,
+        k: 0,
+        glu: false,
+        w: 0,
+        x,
+        y,
+    };
+    let gemv = |w, n, k, glu, x, y| Phase {
+        gemv: true,
+        n,
+        k,
+        glu,
+        w,
+        x,
+        y,
+    };
+    [
+        tiny(r.a, r.b),
+        gemv(w[0], qkv, hidden, false, r.b, r.q),
+        tiny(r.q, r.t),
+        gemv(w[1], hidden, hidden, false, r.t, r.a2),
+        tiny(r.a2, r.b2),
+        gemv(w[2], 2 * mlp, hidden, false, r.b2, r.g),
+        gemv(w[3], hidden, mlp, true, r.g, r.a),
+    ]
+}
+
+/// Blocks of one phase's own launch: one item of [`COLS`] columns per warp, or one block (with
+/// `SP_COLS` set otherwise by a define, warps loop over the items: the same results).
+pub fn phase_blocks(p: &Phase) -> usize {
+    if p.gemv {
+        p.n.div_ceil(COLS).div_ceil(WARPS)
+    } else {
+        1
+    }
+}
+
+/// One way of running the step, timed.
+#[derive(Debug, Clone)]
+pub struct StepTiming {
+    pub model: String,
+    /// `launches`, or `persistent` with `early` (first weights loaded before each barrier).
+    pub variant: String,
+    pub blocks: usize,
+    pub layers: usize,
+    pub us_per_layer_median: f64,
+    pub us_per_layer_min: f64,
+    /// Weight bytes of one layer / median time of one layer.
+    pub weight_gbs: f64,
+    /// The step's output equals the launch-per-phase run's, bit for bit.
+    pub same_bits: bool,
+    /// Why this variant did not run (the other fields are then empty).
+    pub error: Option<String>,
+}
+
+struct Proto {
+    phase: CudaFunction,
+    persistent: CudaFunction,
+    fill: CudaFunction,
+    /// Dynamic shared memory a block may use (x of the widest GEMV must fit).
+    dynamic_max: usize,
+    sms: usize,
+}
+
+fn load(device: &Device) -> Result<Proto, Error> {
+    use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    let cubin = compile::compile(&STEP_PROTO, &device.arch)?;
+    let module = device
+        .ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+        .map_err(cuda("module load"))?;
+    let get = |name| module.load_function(name).map_err(cuda("function lookup"));
+    let (phase, persistent, fill) = (
+        get("step_phase")?,
+        get("step_persistent")?,
+        get("fill_f16")?,
+    );
+    let floor = 48 * 1024 - 64;
+    let a = opt_in_shared(&device.ctx, &phase, 64, floor).unwrap_or(floor);
+    let b = opt_in_shared(&device.ctx, &persistent, 64, floor).unwrap_or(floor);
+    let sms = device
+        .ctx
+        .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(cuda("device attributes"))? as usize;
+    Ok(Proto {
+        phase,
+        persistent,
+        fill,
+        dynamic_max: a.min(b),
+        sms,
+    })
+}
+
+/// Times `models` (see [`step_shape`]) on device `ordinal`: launches, then persistent with 1 and
+/// 2 blocks per SM, with and without `early`; `reps` timed replays each.
+pub fn time_steps(
+    ordinal: usize,
+    models: &[String],
+    reps: usize,
+) -> Result<Vec<StepTiming>, Error> {
+    let device = Device::open(ordinal)?;
+    let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
+    let proto = load(&device)?;
+    let mut out = Vec::new();
+    for model in models {
+        let (hidden, qkv, mlp, layers) = step_shape(model).ok_or_else(|| {
+            crate::error::invalid("model shape", format!("{model} is not a known shape"))
+        })?;
+        if mlp * 4 > proto.dynamic_max {
+            return Err(crate::error::invalid(
+                "model shape",
+                format!("x of {mlp} floats does not fit {} bytes", proto.dynamic_max),
+            ));
+        }
+        let dims = [
+            (qkv, hidden),
+            (hidden, hidden),
+            (2 * mlp, hidden),
+            (hidden, mlp),
+        ];
+        let layer_bytes: usize = dims.iter().map(|(n, k)| n * k * 2).sum();
+        let mut weights = Vec::new();
+        for l in 0..layers {
+            for (i, (n, k)) in dims.iter().enumerate() {
+                let w = DevBuf::<u16>::zeros(&stream, n * k)?;
+                fill(&stream, &proto.fill, &w, (l * 4 + i) as u32)?;
+                weights.push(w);
+            }
+        }
+        let row = |len| DevBuf::<f32>::zeros(&stream, len);
+        let (a, b, q, t, a2, b2, g) = (
+            row(hidden)?,
+            row(hidden)?,
+            row(qkv)?,
+            row(hidden)?,
+            row(hidden)?,
+            row(hidden)?,
+            row(2 * mlp)?,
+        );
+        let start: Vec<f32> = (0..hidden).map(|i| ((i % 17) as f32 - 8.0) / 8.0).collect();
+        let a0 = DevBuf::from_host(&stream, &start)?;
+        let rows = Rows {
+            a: a.ptr,
+            b: b.ptr,
+            q: q.ptr,
+            t: t.ptr,
+            a2: a2.ptr,
+            b2: b2.ptr,
+            g: g.ptr,
+        };
+        let phases: Vec<Phase> = weights
+            .chunks(4)
+            .flat_map(|w| {
+                layer_phases(
+                    (hidden, qkv, mlp),
+                    [w[0].ptr, w[1].ptr, w[2].ptr, w[3].ptr],
+                    rows,
+                )
+            })
+            .collect();
+        let words: Vec<u64> = phases.iter().flat_map(Phase::words).collect();
+        let table = DevBuf::from_host(&stream, &words)?;
+        let counter = DevBuf::<u32>::zeros(&stream, 1)?;
+        let shared = (mlp.max(hidden) * 4) as u32;
+        let restart = || copy(&stream, a0.ptr, a.ptr, hidden * 4);
+        let mut reference: Option<Vec<f32>> = None;
+        let mut run = |variant: String, blocks: usize, enqueue: &dyn Fn() -> Result<(), Error>| {
+            let timed = time_graph(&stream, 1, reps, |_| {
+                restart()?;
+                enqueue()
+            });
+            let (median, min) = match timed {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push(StepTiming {
+                        model: model.clone(),
+                        variant,
+                        blocks,
+                        layers,
+                        us_per_layer_median: f64::NAN,
+                        us_per_layer_min: f64::NAN,
+                        weight_gbs: f64::NAN,
+                        same_bits: false,
+                        error: Some(e.to_string()),
+                    });
+                    return Ok(());
+                }
+            };
+            let mut result = vec![0f32; hidden];
+            a.read(&stream, &mut result)?;
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let same_bits = match &reference {
+                None => {
+                    reference = Some(result);
+                    true
+                }
+                Some(r) => bits(r) == bits(&result),
+            };
+            let per_layer = median / layers as f64;
+            out.push(StepTiming {
+                model: model.clone(),
+                variant,
+                blocks,
+                layers,
+                us_per_layer_median: per_layer,
+                us_per_layer_min: min / layers as f64,
+                weight_gbs: layer_bytes as f64 / per_layer / 1e3,
+                same_bits,
+                error: None,
+            });
+            Ok::<(), Error>(())
+        };
+        let launches = || {
+            for (i, p) in phases.iter().enumerate() {
+                let index = i as i32;
+                let mut params = [param(&table.ptr), param(&index)];
+                let cfg = config(phase_blocks(p), (p.k * 4) as u32);
+                // SAFETY: (table, index) match `step_phase`; the table's addresses are live
+                // buffers sized for its phases; the shared memory is within the opt-in.
+                unsafe { launch_raw(&stream, &proto.phase, cfg, &mut params, true)? };
+            }
+            Ok(())
+        };
+        run("launches".into(), 0, &launches)?;
+        for per_sm in [1, 2] {
+            for early in [1i32, 0] {
+                let blocks = proto.sms * per_sm;
+                let count = phases.len() as i32;
+                let persistent = || {
+                    zero(&stream, counter.ptr)?;
+                    let mut params = [
+                        param(&table.ptr),
+                        param(&count),
+                        param(&counter.ptr),
+                        param(&early),
+                    ];
+                    // SAFETY: the parameters match `step_persistent`; every block is resident
+                    // at once (a cooperative launch, refused otherwise), so the grid barrier
+                    // cannot wait for a block that never starts.
+                    unsafe {
+                        cooperative(
+                            &stream,
+                            &proto.persistent,
+                            config(blocks, shared),
+                            &mut params,
+                        )
+                    }
+                };
+                let name = format!("persistent{}", if early == 1 { "-early" } else { "" });
+                run(name, blocks, &persistent)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn config(blocks: usize, shared: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: shared,
+    }
+}
+
+fn fill(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    w: &DevBuf<u16>,
+    seed: u32,
+) -> Result<(), Error> {
+    let n = w.len as u64;
+    let mut params = [param(&w.ptr), param(&n), param(&seed)];
+    // SAFETY: (w, n, seed) match `fill_f16`, which writes the n halves of `w` and nothing else.
+    unsafe { launch_raw(stream, f, config(1024, 0), &mut params, false) }
+}
+
+fn copy(stream: &Arc<CudaStream>, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+    // SAFETY: both addresses are live device buffers of at least `bytes` bytes.
+    unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, bytes, stream.cu_stream()) }
+        .result()
+        .map_err(cuda("copy"))
+}
+
+fn zero(stream: &Arc<CudaStream>, at: u64) -> Result<(), Error> {
+    // SAFETY: `at` is a live device buffer of at least one u32.
+    unsafe { sys::cuMemsetD32Async(at, 0, 1, stream.cu_stream()) }
+        .result()
+        .map_err(cuda("memset"))
+}
+
+/// A cooperative launch (every block resident at once, or the driver refuses it).
+///
+/// # Safety
+/// `params` must match the kernel's signature and point to values that live through the call.
+unsafe fn cooperative(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<(), Error> {
+    // SAFETY: an all-zero attribute is a valid value of this plain C union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    // SAFETY: the caller guarantees `params`; the driver refuses a grid that cannot be resident.
+    unsafe { launch_with(stream, f, cfg, params, std::slice::from_mut(&mut attr)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_and_the_phase_table() {
+        assert_eq!(step_shape("qwen2.5-0.5b"), Some((896, 1152, 4864, 24)));
+        assert_eq!(step_shape("llama3-8b"), Some((4096, 6144, 14_336, 32)));
+        assert_eq!(step_shape("gpt-2"), None);
+        assert_eq!(step_shape("tiny"), Some((64, 64, 64, 64)));
+        let r = Rows {
+            a: 1,
+            b: 2,
+            q: 3,
+            t: 4,
+            a2: 5,
+            b2: 6,
+            g: 7,
+        };
+        let p = layer_phases((896, 1152, 4864), [10, 11, 12, 13], r);
+        // The chain: each phase reads what the one before it wrote; down writes the residual.
+        for pair in p.windows(2) {
+            assert_eq!(pair[1].x, pair[0].y);
+        }
+        assert_eq!(p[6].y, p[0].x);
+        assert_eq!(p.iter().filter(|p| p.gemv).count(), 4);
+        assert_eq!(p[6].words(), [0, 896, 4864, 1, 13, 7, 1]);
+        assert_eq!(p[0].words()[0], 1);
+        // One item of 4 columns per warp, 8 warps a block.
+        assert_eq!(phase_blocks(&p[1]), 36);
+        assert_eq!(phase_blocks(&p[5]), 304);
+        assert_eq!(phase_blocks(&p[0]), 1);
+    }
+
+    #[test]
+    fn the_rust_constants_match_the_prototype() {
+        for (name, value) in [
+            ("SP_THREADS", THREADS as usize),
+            ("SP_WARPS", WARPS),
+            ("SP_COLS", COLS),
+        ] {
+            assert!(
+                STEP_PROTO
+                    .code
+                    .contains(&format!("#define {name} {value}\n")),
+                "{name}"
+            );
+        }
+    }
+}

@@ -181,22 +181,27 @@ fn load(device: &Device) -> Result<Proto, Error> {
     })
 }
 
-/// Times `models` (see [`step_shape`]) on device `ordinal`: launches, then persistent with 1 and
-/// 2 blocks per SM, with and without `early`; `reps` timed replays each.
-pub fn time_steps(
-    ordinal: usize,
-    models: &[String],
-    reps: usize,
-) -> Result<Vec<StepTiming>, Error> {
-    let device = Device::open(ordinal)?;
-    let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
-    let proto = load(&device)?;
-    let mut out = Vec::new();
-    for model in models {
-        let (hidden, qkv, mlp, layers) = step_shape(model).ok_or_else(|| {
+/// One model shape's step on the device: its weights, rows and phase table.
+struct Step {
+    shape: (usize, usize, usize, usize),
+    layer_bytes: usize,
+    /// Keeps the weights alive for the table's addresses.
+    _weights: Vec<DevBuf<u16>>,
+    /// The chain's rows (a, b, q, t, a2, b2, g), and the residual row every run starts from.
+    rows: Vec<DevBuf<f32>>,
+    start: DevBuf<f32>,
+    phases: Vec<Phase>,
+    table: DevBuf<u64>,
+    barrier: DevBuf<u32>,
+}
+
+impl Step {
+    fn new(stream: &Arc<CudaStream>, proto: &Proto, model: &str) -> Result<Step, Error> {
+        let shape = step_shape(model).ok_or_else(|| {
             crate::error::invalid("model shape", format!("{model} is not a known shape"))
         })?;
-        if mlp * 4 > proto.dynamic_max {
+        let (hidden, qkv, mlp, layers) = shape;
+        if mlp.max(hidden) * 4 > proto.dynamic_max {
             return Err(crate::error::invalid(
                 "model shape",
                 format!("x of {mlp} floats does not fit {} bytes", proto.dynamic_max),
@@ -208,137 +213,165 @@ pub fn time_steps(
             (2 * mlp, hidden),
             (hidden, mlp),
         ];
-        let layer_bytes: usize = dims.iter().map(|(n, k)| n * k * 2).sum();
         let mut weights = Vec::new();
         for l in 0..layers {
             for (i, (n, k)) in dims.iter().enumerate() {
-                let w = DevBuf::<u16>::zeros(&stream, n * k)?;
-                fill(&stream, &proto.fill, &w, (l * 4 + i) as u32)?;
+                let w = DevBuf::<u16>::zeros(stream, n * k)?;
+                fill(stream, &proto.fill, &w, (l * dims.len() + i) as u32)?;
                 weights.push(w);
             }
         }
-        let row = |len| DevBuf::<f32>::zeros(&stream, len);
-        let (a, b, q, t, a2, b2, g) = (
-            row(hidden)?,
-            row(hidden)?,
-            row(qkv)?,
-            row(hidden)?,
-            row(hidden)?,
-            row(hidden)?,
-            row(2 * mlp)?,
-        );
-        let start: Vec<f32> = (0..hidden).map(|i| ((i % 17) as f32 - 8.0) / 8.0).collect();
-        let a0 = DevBuf::from_host(&stream, &start)?;
-        let rows = Rows {
-            a: a.ptr,
-            b: b.ptr,
-            q: q.ptr,
-            t: t.ptr,
-            a2: a2.ptr,
-            b2: b2.ptr,
-            g: g.ptr,
+        let widths = [hidden, hidden, qkv, hidden, hidden, hidden, 2 * mlp];
+        let rows = widths
+            .iter()
+            .map(|&len| DevBuf::<f32>::zeros(stream, len))
+            .collect::<Result<Vec<_>, _>>()?;
+        let r = Rows {
+            a: rows[0].ptr,
+            b: rows[1].ptr,
+            q: rows[2].ptr,
+            t: rows[3].ptr,
+            a2: rows[4].ptr,
+            b2: rows[5].ptr,
+            g: rows[6].ptr,
         };
         let phases: Vec<Phase> = weights
-            .chunks(4)
+            .chunks(dims.len())
             .flat_map(|w| {
                 layer_phases(
                     (hidden, qkv, mlp),
                     [w[0].ptr, w[1].ptr, w[2].ptr, w[3].ptr],
-                    rows,
+                    r,
                 )
             })
             .collect();
         let words: Vec<u64> = phases.iter().flat_map(Phase::words).collect();
-        let table = DevBuf::from_host(&stream, &words)?;
-        let counter = DevBuf::<u32>::zeros(&stream, 1)?;
-        let shared = (mlp.max(hidden) * 4) as u32;
-        let restart = || copy(&stream, a0.ptr, a.ptr, hidden * 4);
-        let mut reference: Option<Vec<f32>> = None;
-        let mut run = |variant: String, blocks: usize, enqueue: &dyn Fn() -> Result<(), Error>| {
-            let timed = time_graph(&stream, 1, reps, |_| {
-                restart()?;
-                enqueue()
-            });
-            let (median, min) = match timed {
-                Ok(t) => t,
-                Err(e) => {
-                    out.push(StepTiming {
-                        model: model.clone(),
-                        variant,
-                        blocks,
-                        layers,
-                        us_per_layer_median: f64::NAN,
-                        us_per_layer_min: f64::NAN,
-                        weight_gbs: f64::NAN,
-                        same_bits: false,
-                        error: Some(e.to_string()),
-                    });
-                    return Ok(());
-                }
+        let start: Vec<f32> = (0..hidden).map(|i| ((i % 17) as f32 - 8.0) / 8.0).collect();
+        Ok(Step {
+            shape,
+            layer_bytes: dims.iter().map(|(n, k)| n * k * 2).sum(),
+            _weights: weights,
+            rows,
+            start: DevBuf::from_host(stream, &start)?,
+            table: DevBuf::from_host(stream, &words)?,
+            barrier: DevBuf::<u32>::zeros(stream, 1)?,
+            phases,
+        })
+    }
+
+    /// One launch per phase, each a programmatic dependent launch.
+    fn launches(&self, stream: &Arc<CudaStream>, proto: &Proto) -> Result<(), Error> {
+        for (i, p) in self.phases.iter().enumerate() {
+            let index = i as i32;
+            let mut params = [param(&self.table.ptr), param(&index)];
+            let cfg = config(phase_blocks(p), (p.k * 4) as u32);
+            // SAFETY: (table, index) match `step_phase`; the table's addresses are live
+            // buffers sized for its phases; the shared memory is within the opt-in.
+            unsafe { launch_raw(stream, &proto.phase, cfg, &mut params, true)? };
+        }
+        Ok(())
+    }
+
+    /// Every phase in one cooperative launch of `blocks` blocks.
+    fn persistent(
+        &self,
+        stream: &Arc<CudaStream>,
+        proto: &Proto,
+        blocks: usize,
+        early: bool,
+    ) -> Result<(), Error> {
+        zero(stream, self.barrier.ptr)?;
+        let (count, early) = (self.phases.len() as i32, i32::from(early));
+        let mut params = [
+            param(&self.table.ptr),
+            param(&count),
+            param(&self.barrier.ptr),
+            param(&early),
+        ];
+        let (hidden, _, mlp, _) = self.shape;
+        let shared = (mlp.max(hidden) * 4) as u32; // the widest x any GEMV phase stages
+        // SAFETY: the parameters match `step_persistent`; every block is resident at once (a
+        // cooperative launch, refused otherwise), so the grid barrier cannot wait for a block
+        // that never starts; the shared memory holds the widest x and is within the opt-in.
+        unsafe {
+            cooperative(
+                stream,
+                &proto.persistent,
+                config(blocks, shared),
+                &mut params,
+            )
+        }
+    }
+
+    /// Times `enqueue` after a restart of the residual row: (median, min) µs per step, and the
+    /// residual row it leaves.
+    fn time(
+        &self,
+        stream: &Arc<CudaStream>,
+        reps: usize,
+        enqueue: &dyn Fn() -> Result<(), Error>,
+    ) -> Result<((f64, f64), Vec<f32>), Error> {
+        let (hidden, ..) = self.shape;
+        let timed = time_graph(stream, 1, reps, |_| {
+            copy(stream, self.start.ptr, self.rows[0].ptr, hidden * 4)?;
+            enqueue()
+        })?;
+        let mut result = vec![0f32; hidden];
+        self.rows[0].read(stream, &mut result)?;
+        Ok((timed, result))
+    }
+}
+
+/// Times `models` (see [`step_shape`]) on device `ordinal`: launches, then persistent with 1 and
+/// 2 blocks per SM, with and without `early`; `reps` timed replays each. A variant that cannot
+/// run (a cooperative grid that does not fit) is reported with its error.
+pub fn time_steps(
+    ordinal: usize,
+    models: &[String],
+    reps: usize,
+) -> Result<Vec<StepTiming>, Error> {
+    let device = Device::open(ordinal)?;
+    let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
+    let proto = load(&device)?;
+    let mut out = Vec::new();
+    for model in models {
+        let step = Step::new(&stream, &proto, model)?;
+        let layers = step.shape.3;
+        let mut variants = vec![("launches".to_string(), None)];
+        for per_sm in [1, 2] {
+            for early in [true, false] {
+                let name = format!("persistent{}", if early { "-early" } else { "" });
+                variants.push((name, Some((proto.sms * per_sm, early))));
+            }
+        }
+        let mut reference: Option<Vec<u32>> = None;
+        for (variant, persistent) in variants {
+            let enqueue = || match persistent {
+                None => step.launches(&stream, &proto),
+                Some((blocks, early)) => step.persistent(&stream, &proto, blocks, early),
             };
-            let mut result = vec![0f32; hidden];
-            a.read(&stream, &mut result)?;
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            let same_bits = match &reference {
-                None => {
-                    reference = Some(result);
-                    true
-                }
-                Some(r) => bits(r) == bits(&result),
-            };
-            let per_layer = median / layers as f64;
-            out.push(StepTiming {
+            let mut t = StepTiming {
                 model: model.clone(),
                 variant,
-                blocks,
+                blocks: persistent.map_or(0, |(blocks, _)| blocks),
                 layers,
-                us_per_layer_median: per_layer,
-                us_per_layer_min: min / layers as f64,
-                weight_gbs: layer_bytes as f64 / per_layer / 1e3,
-                same_bits,
+                us_per_layer_median: f64::NAN,
+                us_per_layer_min: f64::NAN,
+                weight_gbs: f64::NAN,
+                same_bits: false,
                 error: None,
-            });
-            Ok::<(), Error>(())
-        };
-        let launches = || {
-            for (i, p) in phases.iter().enumerate() {
-                let index = i as i32;
-                let mut params = [param(&table.ptr), param(&index)];
-                let cfg = config(phase_blocks(p), (p.k * 4) as u32);
-                // SAFETY: (table, index) match `step_phase`; the table's addresses are live
-                // buffers sized for its phases; the shared memory is within the opt-in.
-                unsafe { launch_raw(&stream, &proto.phase, cfg, &mut params, true)? };
+            };
+            match step.time(&stream, reps, &enqueue) {
+                Ok(((median, min), result)) => {
+                    let bits: Vec<u32> = result.iter().map(|x| x.to_bits()).collect();
+                    t.same_bits = reference.get_or_insert_with(|| bits.clone()) == &bits;
+                    t.us_per_layer_median = median / layers as f64;
+                    t.us_per_layer_min = min / layers as f64;
+                    t.weight_gbs = step.layer_bytes as f64 / t.us_per_layer_median / 1e3;
+                }
+                Err(e) => t.error = Some(e.to_string()),
             }
-            Ok(())
-        };
-        run("launches".into(), 0, &launches)?;
-        for per_sm in [1, 2] {
-            for early in [1i32, 0] {
-                let blocks = proto.sms * per_sm;
-                let count = phases.len() as i32;
-                let persistent = || {
-                    zero(&stream, counter.ptr)?;
-                    let mut params = [
-                        param(&table.ptr),
-                        param(&count),
-                        param(&counter.ptr),
-                        param(&early),
-                    ];
-                    // SAFETY: the parameters match `step_persistent`; every block is resident
-                    // at once (a cooperative launch, refused otherwise), so the grid barrier
-                    // cannot wait for a block that never starts.
-                    unsafe {
-                        cooperative(
-                            &stream,
-                            &proto.persistent,
-                            config(blocks, shared),
-                            &mut params,
-                        )
-                    }
-                };
-                let name = format!("persistent{}", if early == 1 { "-early" } else { "" });
-                run(name, blocks, &persistent)?;
-            }
+            out.push(t);
         }
     }
     Ok(out)

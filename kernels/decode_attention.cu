@@ -63,14 +63,6 @@
 // Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
 // weights are read as float4).
 #define DA_PW ((DA_PASS + DA_HEADS + 3) / 4 * 4)
-// DA_PUSH 1 (sm_90, clusters): the splits of a group push their block partials into the
-// group's first block (st.async, counted by an mbarrier there) instead of reading each other's
-// through distributed shared memory between two cluster barriers, whose release put a
-// MEMBAR.ALL.GPU on the critical path. The same merge in the same order: the same bits.
-#ifndef DA_PUSH
-#define DA_PUSH 0
-#endif
-#define DA_BOX (2 * DA_HEADS + 256)  // one split's partial: max, sum per head, hg * hs <= 256
 
 // Query heads one block serves (mirrored by `decode_heads` in kernels/decode.rs): two float4
 // units per lane past head size 128 halve them, keeping q and the accumulators in registers.
@@ -399,39 +391,6 @@ __device__ __forceinline__ float cluster_load(u32 addr) {
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
     return v;
 }
-
-// An inbox barrier expecting one arrival (with the byte count its pushes will bring), made
-// visible to the cluster's pushes by the cluster barrier that follows.
-__device__ __forceinline__ void inbox_init(u32 bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(1u) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-__device__ __forceinline__ void inbox_expect(u32 bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-
-// One float into another block's shared memory (`dst`, mapped), counted by its barrier `bar`.
-__device__ __forceinline__ void inbox_push(u32 dst, float v, u32 bar) {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(
-                     dst),
-                 "f"(v), "r"(bar)
-                 : "memory");
-}
-
-// Until every expected byte has landed (phase 0 of the barrier completes).
-__device__ __forceinline__ void inbox_wait(u32 bar) {
-    u32 done;
-    do {
-        asm volatile(
-            "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
-            "0; selp.u32 %0, 1, 0, p; }"
-            : "=r"(done)
-            : "r"(bar)
-            : "memory");
-    } while (!done);
-}
 #endif
 
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
@@ -462,16 +421,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
 #if __CUDA_ARCH__ < 900
     cluster = 0;
 #endif
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-    // The group's first block receives the splits' partials here. Every thread arrives now and
-    // waits before its first push, so no push lands before the barrier is set up.
-    __shared__ __align__(8) unsigned long long inbox_bar;
-    __shared__ __align__(16) float inbox[DA_GROUP][DA_BOX];
-    if (cluster) {
-        if (tid == 0) inbox_init(smem_u32(&inbox_bar));
-        cluster_arrive_relaxed();
-    }
-#endif
     // The step scalars are copied in before the pass and no kernel writes them.
     pdl_trigger();
     int p = step[0];
@@ -484,23 +433,11 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     int group = split / DA_GROUP;
     bool in_cluster = cluster && lay.splits > 1;
     bool active = split < lay.splits;
-#if DA_PUSH
-    bool stays = active;  // (every thread arrived above: the idle leave)
-#else
     // A cluster keeps all its blocks while any of them has a split (the barriers count them).
-    bool stays = active || (in_cluster && group < lay.groups);
-#endif
-    if (!stays) {
+    if (!active && !(in_cluster && group < lay.groups)) {
         pdl_wait();
         return;
     }
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-    bool first_of_group = split % DA_GROUP == 0;
-    if (in_cluster && first_of_group && tid == 0) {
-        int count = min(DA_GROUP, lay.splits - split);
-        inbox_expect(smem_u32(&inbox_bar), (u32)(count * 4 * (hg * hs + 2 * hg)));
-    }
-#endif
     if (active) {
         int s0 = lo + split * lay.passes * DA_PASS;
         int s1 = min(p + 1, s0 + lay.passes * DA_PASS);
@@ -570,14 +507,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
 
         // Merge the warps in warp order: the block's partial, or with one split the output.
         const float* wacc = stage;
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-        u32 box = 0, box_bar = 0;
-        if (in_cluster) {
-            cluster_wait();  // every inbox barrier of the cluster is set up
-            box = cluster_map(smem_u32(&inbox[split % DA_GROUP][0]), 0u);
-            box_bar = cluster_map(smem_u32(&inbox_bar), 0u);
-        }
-#endif
         for (int e = tid; e < hg * hs; e += DA_THREADS) {
             int h = e / hs, d = e - h * hs;
             float m[8], l[8], a[8];
@@ -591,14 +520,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             da_merge(m, l, a, DA_WARPS, mo, ls, ao);
             if (lay.splits == 1) {
                 out[(size_t)(h0 + h) * hs + d] = round_act(ao * (1.0f / ls), act);
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-            } else if (in_cluster) {
-                inbox_push(box + 4u * (2 * DA_HEADS + e), ao, box_bar);
-                if (d == 0) {
-                    inbox_push(box + 4u * h, mo, box_bar);
-                    inbox_push(box + 4u * (DA_HEADS + h), ls, box_bar);
-                }
-#endif
             } else {
                 bpart[2 * DA_HEADS + e] = ao;
                 if (d == 0) {
@@ -615,26 +536,16 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
 
     if (in_cluster) {
 #if __CUDA_ARCH__ >= 900
-#if DA_PUSH
-        // The pushes are out; the group's first block merges them, reading its inbox in split
-        // order (hg * hs <= DA_THREADS: one pair per thread).
-        if (!first_of_group) return;
-        inbox_wait(smem_u32(&inbox_bar));
-        int rank = 0, first = group * DA_GROUP;
-#else
         // Every block's partial is in its shared memory: block `rank` merges pairs
         // rank * DA_THREADS + tid of the group, reading the group's splits in order.
         cluster_arrive();
         cluster_wait();
         int rank = (int)cluster_rank(), first = group * DA_GROUP;
-#endif
         int count = min(DA_GROUP, lay.splits - first);
         int e = rank * DA_THREADS + tid;
         if (e < hg * hs) {
             int h = e / hs, d = e - h * hs;
-#if !DA_PUSH
             u32 base = smem_u32(bpart);
-#endif
             float m[8], l[8], a[8];
 #pragma unroll
             for (int i = 0; i < DA_GROUP; i++) {
@@ -642,16 +553,10 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 l[i] = 0.0f;
                 a[i] = 0.0f;
                 if (i < count) {
-#if DA_PUSH
-                    m[i] = inbox[i][h];
-                    l[i] = inbox[i][DA_HEADS + h];
-                    a[i] = inbox[i][2 * DA_HEADS + e];
-#else
                     u32 r = cluster_map(base, (u32)i);
                     m[i] = cluster_load(r + 4u * h);
                     l[i] = cluster_load(r + 4u * (DA_HEADS + h));
                     a[i] = cluster_load(r + 4u * (2 * DA_HEADS + e));
-#endif
                 }
             }
             float mo, ls, ao;
@@ -667,16 +572,11 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 }
             }
         }
-#if DA_PUSH
-        int tickets = lay.groups;  // the first block of each group
-#else
         cluster_arrive_relaxed();  // done reading the others' shared memory
-        int tickets = lay.groups * DA_GROUP;
-#endif
         if (lay.groups > 1) {
             __threadfence();
             __syncthreads();
-            if (tid == 0) last = atomicAdd(counts + row, 1) == tickets - 1;
+            if (tid == 0) last = atomicAdd(counts + row, 1) == lay.groups * DA_GROUP - 1;
             __syncthreads();
             if (last) {
                 __threadfence();
@@ -700,9 +600,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 if (tid == 0) counts[row] = 0;
             }
         }
-#if !DA_PUSH
         cluster_wait();  // no block leaves while another may still read its shared memory
-#endif
 #endif
         return;
     }

@@ -8,12 +8,14 @@
 #     MODEL    a folder name under $MODELS_DIR (default /tmp/bench-models), e.g.
 #              qwen2.5-0.5b-fp16-cuda (made by models/make_bench_models.py, or decode_h200.sh)
 #     VARIANT  NAME:ENV=VALUE,ENV=VALUE  (NAME: alone for no variables), e.g.
-#              "base: nopdl:GENAI_BRIDGE_PDL=0 onewave:GENAI_BRIDGE_DECODE_GEMV=onewave"
+#              "base: nopdl:GENAI_BRIDGE_PDL=0 onewave:GENAI_BRIDGE_DECODE_GEMV=onewave";
+#              a '+' in a value stands for a space, for several NVRTC defines:
+#              "both:GENAI_BRIDGE_NVRTC_DEFINES=NORM_READ_FIRST=1+DA_READ_FIRST=1"
 # Environment: BIN (carry/cuda/genai-bridge), PROMPT_TOKENS (128), DECODE_TOKENS (256), RUNS (2),
 # LIMIT_S (150, per run), and the usual LD_LIBRARY_PATH / GENAI_BRIDGE_KERNEL_CACHE.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[[ $# == 3 ]] || { sed -n 2,14p "$0"; exit 2; }
+[[ $# == 3 ]] || { sed -n 2,16p "$0"; exit 2; }
 rounds=$1 models=$2 variants=$3
 OUT="${OUT:-ab-out}"
 mkdir -p "$OUT"
@@ -22,11 +24,12 @@ for r in $(seq 1 "$rounds"); do
     for model in $models; do
         for v in $variants; do
             name=${v%%:*} envs=${v#*:}
-            envs=${envs//,/ }
+            IFS=, read -ra words <<<"$envs"
+            words=("${words[@]//+/ }")
+            envs="${words[*]}"
             dir="$MODELS/$model"
             [[ -f "$dir/genai_config.json" ]] || { echo "no model at $dir"; continue; }
-            # shellcheck disable=SC2086  # envs is a list of NAME=VALUE words
-            env $envs timeout "${LIMIT_S:-150}" "$BIN" bench "$dir" --backend native --device cuda \
+            env "${words[@]}" timeout "${LIMIT_S:-150}" "$BIN" bench "$dir" --backend native --device cuda \
                 --prompt-tokens "${PROMPT_TOKENS:-128}" --decode-tokens "${DECODE_TOKENS:-256}" \
                 --runs "${RUNS:-2}" --json >"$OUT/ab.out" 2>"$OUT/ab.err"
             rc=$?

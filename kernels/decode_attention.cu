@@ -60,6 +60,16 @@
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
 #define DA_VALUES 1024      // query heads per block * head size at most
+// DA_READ_FIRST 1 (not yet the default: to be measured): the rotation's cos and sin are read
+// before the PDL wait and every q, k, v value it takes at once after it. In the other form the
+// rounding's branches between a value's read and its partner's, then the sin's, serialise them:
+// 3 L2 round trips for q and 4 for k, v on the path of every block (the last split's). Same
+// values, except that interleaved pairs round as rotary_append_f32 does (fma(x, c, -+(s y))).
+#ifndef DA_READ_FIRST
+#define DA_READ_FIRST 0
+#endif
+// One thread per query value of a block and per value of the new key (the rotation).
+static_assert(DA_HEADS * 128 <= DA_THREADS && DA_MAX_HS <= DA_THREADS, "rotation threads");
 // Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
 // weights are read as float4).
 #define DA_PW ((DA_PASS + DA_HEADS + 3) / 4 * 4)
@@ -82,6 +92,49 @@ __device__ __forceinline__ DaLayout da_layout(int n) {
     return l;
 }
 
+#if DA_READ_FIRST
+// What rotating value d of a head takes besides the head's values: the index of its pair
+// partner, the cos and sin of the pair (c, s rows at the position) and whether the partner's
+// term is subtracted (the pair's first value). Past rotary_dim: no rotation, partner d.
+struct DaRot {
+    int partner;
+    float c, s;
+    bool first;
+};
+
+__device__ __forceinline__ DaRot da_rot(const float* __restrict__ c,
+                                        const float* __restrict__ s, int d, int rotary_dim,
+                                        int interleaved) {
+    DaRot r = {d, 0.0f, 0.0f, false};
+    if (d >= rotary_dim) return r;
+    int half = rotary_dim / 2, i;
+    if (interleaved) {
+        i = d / 2;
+        r.first = (d & 1) == 0;
+        r.partner = d ^ 1;
+    } else {
+        r.first = d < half;
+        i = r.first ? d : d - half;
+        r.partner = r.first ? d + half : i;
+    }
+    r.c = c[i];
+    r.s = s[i];
+    return r;
+}
+
+// Value d rotated from its value x and its partner's y (both as read, then rounded):
+// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32 (and gave
+// this kernel's half-split pairs before the rounding was written out; its interleaved pairs
+// were fma(s, -+y, x c) until then).
+__device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int rotary_dim,
+                                           int act) {
+    x = round_act(x, act);
+    if (d >= rotary_dim) return x;
+    float sy = __fmul_rn(r.s, round_act(y, act));
+    return __fmaf_rn(x, r.c, r.first ? -sy : sy);
+}
+
+#else
 // Value d of a head (hs values at src), rounded, then rotated with the pair partner.
 __device__ __forceinline__ float rotated(const float* __restrict__ src, int d,
                                          const float* __restrict__ c,
@@ -99,6 +152,8 @@ __device__ __forceinline__ float rotated(const float* __restrict__ src, int d,
     int i = d - half;
     return x * c[i] + round_act(src[i], act) * s[i];
 }
+
+#endif
 
 __device__ __forceinline__ float4 zero4() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
 
@@ -467,6 +522,40 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             else
                 cp_async_commit();
         }
+#if DA_READ_FIRST
+        // Thread tid rotates query value tid of the slice (hg * hs <= DA_THREADS) and, in the
+        // split holding p, value tid of the new key (hs <= DA_THREADS). The cos and sin rows at
+        // p (new every step, so a DRAM read; no kernel writes them) are read now, under the
+        // kernel before; after the wait every value the rotations take is read at once, so
+        // the block waits for the L2 once (not once per dependent load: the rounding between
+        // a value and its partner, then the sin, had made it 3 round trips for q, 4 for k, v).
+        const float* c = cos_cache + (size_t)p * (rotary_dim / 2);
+        const float* s = sin_cache + (size_t)p * (rotary_dim / 2);
+        int qh = tid / hs, qd = tid - qh * hs;
+        bool has_q = tid < hg * hs, has_k = split == lay.splits - 1 && tid < hs;
+        DaRot rq = {qd, 0.0f, 0.0f, false}, rk = {tid, 0.0f, 0.0f, false};
+        if (has_q) rq = da_rot(c, s, qd, rotary_dim, interleaved);
+        if (has_k) rk = da_rot(c, s, tid, rotary_dim, interleaved);
+        pdl_wait();
+
+        const float* qh_src = qkv + (size_t)(h0 + qh) * hs;
+        const float* kh_src = qkv + (size_t)(heads + kvh) * hs;
+        const float* vh_src = qkv + (size_t)(heads + kv_heads + kvh) * hs;
+        float qx = has_q ? qh_src[qd] : 0.0f, qy = has_q ? qh_src[rq.partner] : 0.0f;
+        float kx = has_k ? kh_src[tid] : 0.0f, ky = has_k ? kh_src[rk.partner] : 0.0f;
+        float vd = has_k ? vh_src[tid] : 0.0f;
+        if (has_q) qs[tid] = da_rotate(qx, qy, rq, qd, rotary_dim, act);
+        if (has_k) {
+            float kd = da_rotate(kx, ky, rk, tid, rotary_dim, act);
+            knew[tid] = kd;
+            vnew[tid] = vd;
+            if (slice == 0) {
+                size_t dst = ((size_t)kvh * capacity + p) * hs;
+                k_cache[dst + tid] = kd;
+                v_cache[dst + tid] = vd;
+            }
+        }
+#else
         // The rotation's cos and sin rows at p (a new row every step, so likely not in the L2
         // yet; no kernel writes them): ask for their lines now, so the rotation after the wait
         // does not wait for DRAM.
@@ -501,6 +590,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 }
             }
         }
+#endif
         __syncthreads();
         if (hs > 128) da_warp<2>(w, qs, pw, wm, wl);
         else da_warp<1>(w, qs, pw, wm, wl);

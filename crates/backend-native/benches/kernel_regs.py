@@ -7,7 +7,9 @@ usage (from the repository root):
     L=$(.ci/nvrtc.sh); LD_LIBRARY_PATH=$L python3 crates/backend-native/benches/kernel_regs.py $L [sm_90] [FILTER]
 
 Definitions in GENAI_BRIDGE_NVRTC_DEFINES (NAME=VALUE words) are passed as the decoder passes
-them, so a tuning variant's registers can be read before it runs.
+them, so a tuning variant's registers can be read before it runs. KERNEL_FAMILY=NAME compiles
+only kernels/NAME.cu. Exits 1 when a family does not compile (CI compiles each experiment
+switch's variant this way: `.ci/run`).
 
 With the registers and the block size, blocks per SM follow (65,536 registers per SM on sm_90,
 allocated per warp in units of 256), hence how many waves a launch of a given grid takes.
@@ -68,7 +70,12 @@ def main() -> int:
         return 2
     nvrtc, arch, only = open_nvrtc(sys.argv)
     failed = 0
-    for path in sorted((ROOT / "kernels").glob("*.cu")):
+    family = os.environ.get("KERNEL_FAMILY", "*")
+    paths = sorted((ROOT / "kernels").glob(f"{family}.cu"))
+    if not paths:
+        print(f"no kernels/{family}.cu")
+        return 1
+    for path in paths:
         rc, log, _ = nvrtc_compile(nvrtc, path.stem, arch, [b"--ptxas-options=-v", *env_defines()])
         if rc:
             failed += 1

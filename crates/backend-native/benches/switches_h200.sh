@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Experiment switches (NVRTC defines that are off by default) on the H200 machine in one call:
+# the bench models made, `cuda_kernels` under the default and under each switch (while the
+# models are made), then an alternating end-to-end A/B of the default and every switch
+# (benches/ab_h200.sh: one JSON line per run in $OUT/ab.jsonl), and per model and variant the
+# median tok/s and whether its logits checksum is the default's.
+#
+#   OUT=$OUT BIN_DIR=DIR bash crates/backend-native/benches/switches_h200.sh "NAME:DEFINES..."
+#     DIR       holds genai-bridge and cuda_kernels (built here: see check_h200.sh)
+#     NAME:DEFINES  e.g. "norm:NORM_READ_FIRST=1 attn:DA_READ_FIRST=1
+#               both:NORM_READ_FIRST=1+DA_READ_FIRST=1" ('+' joins several defines)
+# Environment: SHAPES ("qwen2.5-0.5b qwen2.5-1.5b llama3-8b"), PRECISION (fp16), ROUNDS (2),
+# STAGES ("make kernels ab"), CALL (0), BENCH_COMMIT, MODELS_DIR (/tmp/bench-models); the models
+# are made by benches/decode_h200.sh (MAKE_ONLY=1), which needs carry/bench/site.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+[[ $# == 1 ]] || { sed -n 2,16p "$0"; exit 2; }
+switches=$1
+OUT="${OUT:-switches-out}" BIN_DIR="${BIN_DIR:-carry/cuda}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GENAI_BRIDGE_KERNEL_CACHE="${GENAI_BRIDGE_KERNEL_CACHE:-/tmp/genai-kernels}"
+export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1
+export GENAI_FIXTURES="$PWD/models/fixtures"
+stages=" ${STAGES:-make kernels ab} "
+want() { [[ "$stages" == *" $1 "* ]]; }
+precision=${PRECISION:-fp16} shapes=${SHAPES:-qwen2.5-0.5b qwen2.5-1.5b llama3-8b}
+
+maker=
+if want make; then
+    (SHAPES="$shapes" MAKE_ONLY=1 PRECISIONS="$precision" ORT_CARRY=/nonexistent \
+        BENCH_COMMIT="${BENCH_COMMIT:-unknown}" OUT="$OUT/make" bash benches/decode_h200.sh \
+        >"$OUT/make.log" 2>&1
+    echo "models made: rc=$?") &
+    maker=$!
+fi
+if want kernels; then
+    for v in "base:" $switches; do
+        name=${v%%:*} defines=${v#*:}
+        GENAI_BRIDGE_NVRTC_DEFINES="${defines//+/ }" timeout 200 "$BIN_DIR/cuda_kernels" \
+            --test-threads=1 --nocapture >"$OUT/kernels-$name.log" 2>&1
+        echo "cuda_kernels $name rc=$? $(grep -E '^test result' "$OUT/kernels-$name.log" | tail -1 | cut -c1-60)"
+        grep -E 'FAIL|DIFFER|panicked' "$OUT/kernels-$name.log" | head -6
+    done
+fi
+[[ -n "$maker" ]] && wait "$maker"
+if want ab; then
+    variants="base:" models=""
+    for v in $switches; do variants+=" ${v%%:*}:GENAI_BRIDGE_NVRTC_DEFINES=${v#*:}"; done
+    for s in $shapes; do models+=" $s-$precision-cuda"; done
+    BIN="$BIN_DIR/genai-bridge" CALL="${CALL:-0}" OUT="$OUT" \
+        bash benches/ab_h200.sh "${ROUNDS:-2}" "$models" "$variants" >"$OUT/ab.log"
+    python3 - "$OUT/ab.jsonl" <<'PY'
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
+sums = {}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    runs[(d.get("model"), d["variant"])].append(d.get("decode_tok_s") or 0.0)
+    sums.setdefault((d.get("model"), d["variant"]), set()).add(d.get("logits_checksum"))
+for (model, variant), tok in sorted(runs.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] != "base")):
+    same = sums[(model, variant)] == sums.get((model, "base"))
+    print(f"{model:28} {variant:10} {statistics.median(tok):9.1f} tok/s  runs {len(tok)}  "
+          f"checksum {'= base' if same else 'DIFFERS ' + str(sorted(map(str, sums[(model, variant)])))}")
+PY
+fi

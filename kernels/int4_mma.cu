@@ -158,26 +158,81 @@ __device__ __forceinline__ void i4m_split_word(const float (&xv)[8], float down,
                                lo[4] | ((u32)lo[5] << 16), lo[6] | ((u32)lo[7] << 16));
 }
 
+#if I4M_STAGE_BATCH
+// Word i of x (8 values from i * 8) into xv: a padding word past k is zeros.
+__device__ __forceinline__ void i4m_load_word(const float* x, int k, int i, float (&xv)[8]) {
+    if (i * 8 < k) {
+        load8(x + (size_t)i * 8, xv);  // k a multiple of 8: the word is whole
+    } else {
+#pragma unroll
+        for (int v = 0; v < 8; v++) xv[v] = 0.0f;
+    }
+}
+
+// i4m_stage for 16-byte aligned x and k a multiple of 8, with every read of x issued before its
+// first use: while a thread has at most two words (k <= 16 * blockDim.x: every layer of the
+// bench shapes but the down projections) x is read once and kept in registers through the
+// block max; otherwise a max pass of 4 float4 a thread a round and a split pass of 2 words.
+// The same values as i4m_stage (the max is exact in any order; words are independent).
+__device__ __forceinline__ float i4m_stage_batched(const float* x, int k, int words, uint4* xs,
+                                                   float* scratch) {
+    int step = blockDim.x;
+    float m = 0.0f;
+    if (words <= 2 * step) {
+        float xv[2][8];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            i4m_load_word(x, k, threadIdx.x + u * step, xv[u]);
+#pragma unroll
+            for (int v = 0; v < 8; v++) m = fmaxf(m, fabsf(xv[u][v]));
+        }
+        int e = split_exponent(block_max(m, scratch));
+        float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            int i = threadIdx.x + u * step;
+            if (i < words) i4m_split_word(xv[u], down, words, i, xs);
+        }
+        __syncthreads();
+        return __int_as_float((127 + e) << 23);
+    }
+    const float4* x4 = (const float4*)x;
+    int quads = k >> 2;
+    for (int i0 = threadIdx.x; i0 < quads; i0 += 4 * step) {
+        float4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            v[u] = i0 + u * step < quads ? x4[i0 + u * step] : make_float4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            m = fmaxf(m, fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)),
+                               fmaxf(fabsf(v[u].z), fabsf(v[u].w))));
+    }
+    int e = split_exponent(block_max(m, scratch));
+    float down = __int_as_float((127 - e) << 23);
+    for (int i0 = threadIdx.x; i0 < words; i0 += 2 * step) {
+        float xv[2][8];
+#pragma unroll
+        for (int u = 0; u < 2; u++) i4m_load_word(x, k, i0 + u * step, xv[u]);
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+            if (i0 + u * step < words) i4m_split_word(xv[u], down, words, i0 + u * step, xs);
+    }
+    __syncthreads();
+    return __int_as_float((127 + e) << 23);
+}
+#endif
+
 // x (k values, zero to `words` * 8) into shared memory as described above; returns 2^e, the
 // factor that undoes the scaling. Every thread of the block calls it (it synchronises).
 __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uint4* xs) {
     __shared__ float scratch[32];
     float m = 0.0f;
     bool vec = I4M_STAGE_VEC && ((size_t)x & 15) == 0 && (k & 7) == 0;
-    if (vec && I4M_STAGE_BATCH) {
-        const float4* x4 = (const float4*)x;
-        int quads = k >> 2, step = blockDim.x;
-        for (int i0 = threadIdx.x; i0 < quads; i0 += 4 * step) {
-            float4 v[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                v[u] = i0 + u * step < quads ? x4[i0 + u * step] : make_float4(0, 0, 0, 0);
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                m = fmaxf(m, fmaxf(fmaxf(fabsf(v[u].x), fabsf(v[u].y)),
-                                   fmaxf(fabsf(v[u].z), fabsf(v[u].w))));
-        }
-    } else if (vec) {
+#if I4M_STAGE_BATCH
+    if (vec) return i4m_stage_batched(x, k, words, xs, scratch);
+#endif
+    if (vec) {
         const float4* x4 = (const float4*)x;
         int quads = k >> 2;
 #pragma unroll 8
@@ -191,29 +246,6 @@ __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uin
     m = block_max(m, scratch);
     int e = split_exponent(m);
     float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
-#if I4M_STAGE_BATCH
-    if (vec) {
-        int step = blockDim.x;
-        for (int i0 = threadIdx.x; i0 < words; i0 += 2 * step) {
-            float xv[2][8];
-#pragma unroll
-            for (int u = 0; u < 2; u++) {
-                int i = i0 + u * step;
-                if (i * 8 < k) {
-                    load8(x + (size_t)i * 8, xv[u]);  // k a multiple of 8: the word is whole
-                } else {
-#pragma unroll
-                    for (int v = 0; v < 8; v++) xv[u][v] = 0.0f;  // padding words: zeros
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < 2; u++)
-                if (i0 + u * step < words) i4m_split_word(xv[u], down, words, i0 + u * step, xs);
-        }
-        __syncthreads();
-        return __int_as_float((127 + e) << 23);
-    }
-#endif
     for (int i = threadIdx.x; i < words; i += blockDim.x) {
         float xv[8];
         if (vec && i * 8 < k) {

@@ -1,6 +1,6 @@
 //! The launches of the per-row kernels: the embedding gather, the skip-norm (plain and split
-//! for the int4 tensor-core GEMV), the rotary append of the two-launch attention, the gated and plain
-//! activations, and the two-pass argmax.
+//! for the int4 tensor-core GEMV), the rotary append of the two-launch attention, the gated
+//! and plain activations, and the two-pass argmax.
 
 use super::{DevPtr, Ops, cfg, grid_dim, int, launch};
 use crate::error::Error;

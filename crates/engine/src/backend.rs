@@ -36,6 +36,25 @@ pub struct BackendCounters {
     pub peak_device_bytes: Option<u64>,
     /// Weight streaming under a VRAM budget, when the backend pages weights.
     pub paging: Option<PagingCounters>,
+    /// Where single-token steps spend their time between the host and the device, when the
+    /// backend was asked to time them (the CUDA decoder under `GENAI_BRIDGE_STEP_EVENTS=1`).
+    pub step_clock: Option<StepClock>,
+}
+
+/// Medians over timed single-token steps of the intervals between four points of a step in
+/// the device's stream order, in microseconds: the device idles for `host_gap_us` between the
+/// previous step's last operation and this step's first (the host's turn: reading the token,
+/// its bookkeeping, queueing the next step), copies the step's inputs in `inputs_us`, runs
+/// the step's kernels (from the graph's launch) in `kernels_us` and chooses the token and
+/// copies it back in `choice_us`.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct StepClock {
+    /// Steps timed (the host gap is measured from the second step of a generation on).
+    pub steps: u64,
+    pub host_gap_us: Option<f64>,
+    pub inputs_us: f64,
+    pub kernels_us: f64,
+    pub choice_us: f64,
 }
 
 /// Weight streaming under a VRAM budget: the plan, and what was measured over decode steps.

@@ -11,7 +11,7 @@ mod sampling;
 
 pub use backend::{
     BackendCounters, BackendInfo, Choice, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
-    StartOptions, StepInput,
+    StartOptions, StepClock, StepInput,
 };
 pub use error::Error;
 pub use generator::{Generator, GeneratorTimings};

@@ -21,6 +21,7 @@ use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
 use crate::cuda::state::{Buffers, CHUNK, enqueue, estimated_state_bytes};
+use crate::cuda::step_clock::{Point, StepEvents, StepSamples, step_events_requested};
 use crate::error::Error;
 use crate::paging::{Reservation, VramBudget};
 use cudarc::driver::CudaStream;
@@ -101,6 +102,9 @@ struct Shared {
     /// Highest device memory in use seen (total minus free), sampled where this decoder
     /// allocates: after load, at each generation's start and after each graph capture.
     peak_device_bytes: AtomicU64,
+    /// Single-token steps are timed with events (`GENAI_BRIDGE_STEP_EVENTS=1`), into these.
+    time_steps: bool,
+    step_samples: StepSamples,
 }
 
 impl Shared {
@@ -202,6 +206,8 @@ impl CudaDecoder {
             device_choice,
             prefill_gemm,
             peak_device_bytes: AtomicU64::new(0),
+            time_steps: step_events_requested(),
+            step_samples: StepSamples::default(),
         };
         shared.sample_memory();
         Ok(CudaDecoder {
@@ -265,6 +271,11 @@ impl CudaDecoder {
         };
         let buffers = Buffers::new(&stream, model, options.max_length, self.shared.prefill_gemm)?;
         self.shared.sample_memory();
+        let clock = if self.shared.time_steps {
+            Some(StepEvents::new(&self.shared.device.ctx)?)
+        } else {
+            None
+        };
         Ok(CudaState {
             shared: Arc::clone(&self.shared),
             stream,
@@ -274,6 +285,7 @@ impl CudaDecoder {
             graph_failed: false,
             len: 0,
             chooser: None,
+            clock,
         })
     }
 }
@@ -305,6 +317,7 @@ impl Decoder for CudaDecoder {
             graph_fallback_reasons: c.fallback_reasons,
             peak_device_bytes: Some(self.shared.peak_device_bytes.load(Ordering::Relaxed)),
             paging: self.paging_counters(),
+            step_clock: self.shared.step_samples.summary(),
         }
     }
 }
@@ -358,6 +371,8 @@ struct CudaState {
     len: usize,
     /// The device choice's buffers, made at its first use.
     chooser: Option<Chooser>,
+    /// Timing events of single-token steps, when asked for (`step_clock.rs`).
+    clock: Option<StepEvents>,
 }
 
 impl CudaState {
@@ -387,7 +402,11 @@ impl CudaState {
         let s = &shared;
         // Generations on this decoder share the streaming slots: one pass sequence at a time.
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
+        self.mark(tokens.len(), Point::Start);
         self.passes(tokens)?;
+        self.mark(tokens.len(), Point::KernelsEnd);
+        // The logits' copy waits for the host, so the choice (on the host) falls in the gap.
+        self.mark(tokens.len(), Point::End);
         let mut logits = vec![0.0f32; s.model.vocab];
         self.buffers.logits.read(&self.stream, &mut logits)?;
         self.finish(tokens.len())?;
@@ -405,7 +424,9 @@ impl CudaState {
         let shared = Arc::clone(&self.shared);
         let s = &shared;
         let _slots = s.residency.pager.as_ref().map(|p| p.lock());
+        self.mark(tokens.len(), Point::Start);
         self.passes(tokens)?;
+        self.mark(tokens.len(), Point::KernelsEnd);
         // After the step (a graph launch or eager kernels): plain launches.
         let ops = Ops {
             k: &s.kernels,
@@ -421,7 +442,10 @@ impl CudaState {
         })?;
         let chosen = chooser
             .enqueue(&self.stream, &ops, logits, spec, ids)
-            .and_then(|()| self.finish(tokens.len()))
+            .and_then(|()| {
+                self.mark(tokens.len(), Point::End);
+                self.finish(tokens.len())
+            })
             .and_then(|()| chooser.read());
         self.chooser = Some(chooser);
         chosen
@@ -429,18 +453,32 @@ impl CudaState {
 
     /// Waits for the step (an explicit synchronize: what the host reads next was copied on
     /// this stream) and does its accounting.
-    fn finish(&self, tokens: usize) -> Result<(), Error> {
+    fn finish(&mut self, tokens: usize) -> Result<(), Error> {
         let s = &self.shared;
         self.stream.synchronize().map_err(|e| Error::Cuda {
             what: "forward pass",
             message: format!("{e:?}"),
         })?;
+        if let Some(clock) = &mut self.clock {
+            if tokens != 1 {
+                clock.break_chain();
+            } else if let Some(split) = clock.take() {
+                s.step_samples.push(split);
+            }
+        }
         if tokens == 1
             && let Some(pager) = &s.residency.pager
         {
             pager.account_pass();
         }
         Ok(())
+    }
+
+    /// Records `point` of a single-token step when steps are timed.
+    fn mark(&mut self, tokens: usize, point: Point) {
+        if let Some(clock) = self.clock.as_mut().filter(|_| tokens == 1) {
+            clock.mark(point, &self.stream);
+        }
     }
 
     /// Enqueues the forward passes over `tokens` (the graph for a single token).
@@ -468,6 +506,7 @@ impl CudaState {
                     }
                 }
             }
+            self.mark(tokens.len(), Point::Launch);
             match (&self.graph, m) {
                 (Some(graph), 1) => {
                     graph.launch()?;

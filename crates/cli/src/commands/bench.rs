@@ -67,6 +67,13 @@ struct BenchResult {
     graph_replays: u64,
     graph_fallbacks: u64,
     graph_fallback_reasons: Vec<String>,
+    /// Medians over single-token steps (`GENAI_BRIDGE_STEP_EVENTS=1`, native CUDA): the
+    /// device idle between steps while the host takes its turn, the step's input copies, its
+    /// kernels from the graph's launch, and the token choice with its copy back, in µs.
+    step_host_gap_us: Option<f64>,
+    step_inputs_us: Option<f64>,
+    step_kernels_us: Option<f64>,
+    step_choice_us: Option<f64>,
     route_reasons: Vec<String>,
 }
 
@@ -204,6 +211,7 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
     let bytes_per_token = loaded.decoder.weight_bytes_per_token();
     let decode_tok_s = median(&mut decode_rates);
     let paging: Option<&PagingCounters> = counters.paging.as_ref();
+    let clock = counters.step_clock.as_ref();
     let streamed = paging.map(|p| p.streamed_bytes_per_token);
     let pcie_limit = paging.and_then(|p| {
         (p.streamed_bytes_per_token > 0.0)
@@ -253,6 +261,10 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         graph_replays: counters.graph_replays,
         graph_fallbacks: counters.graph_fallbacks,
         graph_fallback_reasons: counters.graph_fallback_reasons,
+        step_host_gap_us: clock.and_then(|c| c.host_gap_us),
+        step_inputs_us: clock.map(|c| c.inputs_us),
+        step_kernels_us: clock.map(|c| c.kernels_us),
+        step_choice_us: clock.map(|c| c.choice_us),
         route_reasons: info.reasons.clone(),
     })
 }

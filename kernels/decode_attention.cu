@@ -123,9 +123,8 @@ __device__ __forceinline__ DaRot da_rot(const float* __restrict__ c,
 }
 
 // Value d rotated from its value x and its partner's y (both as read, then rounded):
-// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32 (and gave
-// this kernel's half-split pairs before the rounding was written out; its interleaved pairs
-// were fma(s, -+y, x c) until then).
+// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32 and the
+// other form's half-split pairs (its interleaved pairs round as fma(s, -+y, x c)).
 __device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int rotary_dim,
                                            int act) {
     x = round_act(x, act);

@@ -17,8 +17,11 @@ other in the listing, so read a segment as the paths laid end to end.
 usage (from a repository root):
     L=$(.ci/nvrtc.sh); S=$(.ci/sass-tools.sh)
     LD_LIBRARY_PATH=$L python3 crates/backend-native/benches/kernel_rounds.py $L $S [FILTER]
+        [--expect KERNEL=N ...]
 FILTER: a substring of the kernel names to print. GENAI_BRIDGE_NVRTC_DEFINES as in the decoder,
 so a switch's variant reads against the default; KERNEL_FAMILY=NAME compiles one family.
+--expect KERNEL=N: exit 1 unless some segment of KERNEL issues at least N loads before its
+first wait (CI holds the kernels that read their inputs in one round to it).
 """
 import os
 import re
@@ -92,23 +95,40 @@ def rounds(sass: str) -> dict[str, list[str]]:
     return out
 
 
+def first_run(segment: str) -> int:
+    """Loads a segment issues before its first wait."""
+    m = re.match(r"L(\d+)", segment)
+    return int(m.group(1)) if m else 0
+
+
 def main(argv: list[str]) -> int:
+    expect: dict[str, int] = {}
+    while "--expect" in argv:
+        at = argv.index("--expect")
+        name, _, count = argv[at + 1].partition("=")
+        expect[name] = int(count)
+        del argv[at:at + 2]
     if len(argv) < 3:
         print(__doc__)
         return 2
     nvrtc = open_nvrtc(argv[:2])[0]
     tools, only = Path(argv[2]), argv[3] if len(argv) > 3 else ""
     family = os.environ.get("KERNEL_FAMILY", "*")
+    seen: dict[str, int] = {}
     for source in sorted((ROOT / "kernels").glob(f"{family}.cu")):
         rc, log, cubin = nvrtc_compile(nvrtc, source.stem, "sm_90", env_defines(), ROOT)
         if rc:
             print(f"{source.stem}: compile failed\n{log[:2000]}")
             return 1
         for kernel, segments in sorted(rounds(sass_of(cubin, tools)).items()):
+            seen[kernel] = max((first_run(t) for t in segments), default=0)
             if only in kernel:
                 for text in segments:
                     print(f"{source.stem:17} {kernel:40} {text[:200]}")
-    return 0
+    short = {k: seen.get(k) for k, n in expect.items() if seen.get(k, 0) < n}
+    for kernel, got in short.items():
+        print(f"{kernel}: at most {got} loads before a first wait, {expect[kernel]} expected")
+    return 1 if short else 0
 
 
 if __name__ == "__main__":

@@ -147,11 +147,7 @@ __device__ __forceinline__ void i4m_split_word(const float (&xv)[8], float down,
                                                uint4* xs) {
     u16 hi[8], lo[8];
 #pragma unroll
-    for (int v = 0; v < 8; v++) {
-        float s = xv[(v >> 1) + (v & 1) * 4] * down;
-        hi[v] = f32_to_f16(s);
-        lo[v] = f32_to_f16(s - f16_to_f32(hi[v]));
-    }
+    for (int v = 0; v < 8; v++) split_halves(xv[(v >> 1) + (v & 1) * 4] * down, hi[v], lo[v]);
     xs[i] = make_uint4(hi[0] | ((u32)hi[1] << 16), hi[2] | ((u32)hi[3] << 16),
                        hi[4] | ((u32)hi[5] << 16), hi[6] | ((u32)hi[7] << 16));
     xs[words + i] = make_uint4(lo[0] | ((u32)lo[1] << 16), lo[2] | ((u32)lo[3] << 16),
@@ -455,9 +451,6 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
     linear_store(sum, bias, col, act, y + col);
 }
 
-// The entries: f32 or f16 (u16 bits) scales; deep (I4M_ROUND chunks a round) or wide
-// (I4M_WIDE_ROUND); x staged here, or read split from `xsplit` (`_split`; ignored otherwise).
-// All eight give the same bits.
 // The entries: f32 or f16 (u16 bits) scales; deep (I4M_ROUND chunks a round) or wide
 // (I4M_WIDE_ROUND); x staged here, or read split from `xsplit` (`_split`; ignored otherwise).
 // All eight give the same bits.

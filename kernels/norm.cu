@@ -37,10 +37,10 @@ __device__ __forceinline__ void split_row(const float (&v)[NORM_VALUES], int wid
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;
         if (i < width) {
-            float s = v[j] * down;
-            u16 hi = f32_to_f16(s);
+            u16 hi, lo;
+            split_halves(v[j] * down, hi, lo);
             split[split_slot(i)] = hi;
-            split[slots + split_slot(i)] = f32_to_f16(s - f16_to_f32(hi));
+            split[slots + split_slot(i)] = lo;
         }
     }
     for (int i = width + threadIdx.x; i < slots; i += blockDim.x) {

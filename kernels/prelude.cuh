@@ -110,6 +110,14 @@ __device__ __forceinline__ int split_exponent(float m) {
     return 0;
 }
 
+// s as hi + lo, each an f16 (hi the nearest f16 of s, lo the nearest of what is left): the
+// norm that writes a split row and the int4 GEMV's own stage split the same way, so either
+// feeds the GEMV the same bits.
+__device__ __forceinline__ void split_halves(float s, u16& hi, u16& lo) {
+    hi = f32_to_f16(s);
+    lo = f32_to_f16(s - f16_to_f32(hi));
+}
+
 // The halves of x[at] in a split row: values 8w + (0, 4, 1, 5, 2, 6, 3, 7) are word w's eight
 // f16 slots in that order (how the mma pairs a packed word's nibbles), so value `at` sits at
 // slot 8 (at / 8) + 2 (at % 4) + (at % 8) / 4.

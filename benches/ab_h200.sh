@@ -10,7 +10,7 @@
 #     VARIANT  NAME:ENV=VALUE,ENV=VALUE  (NAME: alone for no variables), e.g.
 #              "base: nopdl:GENAI_BRIDGE_PDL=0 onewave:GENAI_BRIDGE_DECODE_GEMV=onewave";
 #              a '+' in a value stands for a space, for several NVRTC defines:
-#              "both:GENAI_BRIDGE_NVRTC_DEFINES=NORM_READ_FIRST=1+DA_READ_FIRST=1"
+#              "pipe:GENAI_BRIDGE_NVRTC_DEFINES=I4M_PIPE=1+I4M_ROUND=2"
 # Environment: BIN (carry/cuda/genai-bridge), PROMPT_TOKENS (128), DECODE_TOKENS (256), RUNS (2),
 # LIMIT_S (150, per run), and the usual LD_LIBRARY_PATH / GENAI_BRIDGE_KERNEL_CACHE.
 set -uo pipefail

@@ -60,14 +60,6 @@
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
 #define DA_VALUES 1024      // query heads per block * head size at most
-// DA_READ_FIRST 1 (not yet the default: to be measured): the rotation's cos and sin are read
-// before the PDL wait and every q, k, v value it takes at once after it. In the other form the
-// rounding's branches between a value's read and its partner's, then the sin's, serialise them:
-// 3 L2 round trips for q and 4 for k, v on the path of every block (the last split's). Same
-// values, except that interleaved pairs round as rotary_append_f32 does (fma(x, c, -+(s y))).
-#ifndef DA_READ_FIRST
-#define DA_READ_FIRST 0
-#endif
 // One thread per query value of a block and per value of the new key (the rotation).
 static_assert(DA_HEADS * 128 <= DA_THREADS && DA_MAX_HS <= DA_THREADS, "rotation threads");
 // Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
@@ -92,7 +84,6 @@ __device__ __forceinline__ DaLayout da_layout(int n) {
     return l;
 }
 
-#if DA_READ_FIRST
 // What rotating value d of a head takes besides the head's values: the index of its pair
 // partner, the cos and sin of the pair (c, s rows at the position) and whether the partner's
 // term is subtracted (the pair's first value). Past rotary_dim: no rotation, partner d.
@@ -123,8 +114,7 @@ __device__ __forceinline__ DaRot da_rot(const float* __restrict__ c,
 }
 
 // Value d rotated from its value x and its partner's y (both as read, then rounded):
-// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32 and the
-// other form's half-split pairs (its interleaved pairs round as fma(s, -+y, x c)).
+// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32.
 __device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int rotary_dim,
                                            int act) {
     x = round_act(x, act);
@@ -132,27 +122,6 @@ __device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int
     float sy = __fmul_rn(r.s, round_act(y, act));
     return __fmaf_rn(x, r.c, r.first ? -sy : sy);
 }
-
-#else
-// Value d of a head (hs values at src), rounded, then rotated with the pair partner.
-__device__ __forceinline__ float rotated(const float* __restrict__ src, int d,
-                                         const float* __restrict__ c,
-                                         const float* __restrict__ s, int rotary_dim,
-                                         int interleaved, int act) {
-    float x = round_act(src[d], act);
-    if (d >= rotary_dim) return x;
-    int half = rotary_dim / 2;
-    if (interleaved) {
-        int i = d / 2;
-        if ((d & 1) == 0) return x * c[i] - round_act(src[d + 1], act) * s[i];
-        return x * c[i] + round_act(src[d - 1], act) * s[i];
-    }
-    if (d < half) return x * c[d] - round_act(src[d + half], act) * s[d];
-    int i = d - half;
-    return x * c[i] + round_act(src[i], act) * s[i];
-}
-
-#endif
 
 __device__ __forceinline__ float4 zero4() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
 
@@ -521,7 +490,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             else
                 cp_async_commit();
         }
-#if DA_READ_FIRST
         // Thread tid rotates query value tid of the slice (hg * hs <= DA_THREADS) and, in the
         // split holding p, value tid of the new key (hs <= DA_THREADS). The cos and sin rows at
         // p (new every step, so a DRAM read; no kernel writes them) are read now, under the
@@ -554,42 +522,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 v_cache[dst + tid] = vd;
             }
         }
-#else
-        // The rotation's cos and sin rows at p (a new row every step, so likely not in the L2
-        // yet; no kernel writes them): ask for their lines now, so the rotation after the wait
-        // does not wait for DRAM.
-        // A row is at most 128 floats: at most 5 lines of 128 bytes however it is aligned.
-        if (rotary_dim > 0 && tid < 10) {
-            const float* table = tid < 5 ? cos_cache : sin_cache;
-            size_t start = (size_t)(table + (size_t)p * (rotary_dim / 2));
-            size_t end = start + (size_t)(rotary_dim / 2) * sizeof(float);
-            size_t line = (start & ~(size_t)127) + 128 * (size_t)(tid % 5);
-            if (line < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
-        }
-        pdl_wait();
-
-        // Rotated queries of the slice's heads; the new key and value when this split holds p.
-        const float* c = cos_cache + (size_t)p * (rotary_dim / 2);
-        const float* s = sin_cache + (size_t)p * (rotary_dim / 2);
-        for (int i = tid; i < hg * hs; i += DA_THREADS) {
-            int hl = i / hs, d = i - hl * hs;
-            qs[i] = rotated(qkv + (size_t)(h0 + hl) * hs, d, c, s, rotary_dim, interleaved, act);
-        }
-        if (split == lay.splits - 1) {
-            const float* kh = qkv + (size_t)(heads + kvh) * hs;
-            const float* vh = qkv + (size_t)(heads + kv_heads + kvh) * hs;
-            size_t dst = ((size_t)kvh * capacity + p) * hs;
-            for (int d = tid; d < hs; d += DA_THREADS) {
-                float kd = rotated(kh, d, c, s, rotary_dim, interleaved, act), vd = vh[d];
-                knew[d] = kd;
-                vnew[d] = vd;
-                if (slice == 0) {
-                    k_cache[dst + d] = kd;
-                    v_cache[dst + d] = vd;
-                }
-            }
-        }
-#endif
         __syncthreads();
         if (hs > 128) da_warp<2>(w, qs, pw, wm, wl);
         else da_warp<1>(w, qs, pw, wm, wl);

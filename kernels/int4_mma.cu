@@ -63,14 +63,6 @@
 #ifndef I4M_STAGE_VEC
 #define I4M_STAGE_VEC 1
 #endif
-// I4M_STAGE_BATCH 1 (not yet the default: to be measured): the float4 stage reads 4 quads (max
-// pass) or 2 words (split pass) of x per thread before using any. Otherwise each loop iteration's
-// read is used before the next is issued: one L2 round trip per 1,024 values of k in the max
-// pass and per 2,048 in the split pass on every block's path (21 for the 8B down projection).
-// The same values: the max is exact in any order, the words are independent.
-#ifndef I4M_STAGE_BATCH
-#define I4M_STAGE_BATCH 0
-#endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                                         u32 b1) {
@@ -154,7 +146,6 @@ __device__ __forceinline__ void i4m_split_word(const float (&xv)[8], float down,
                                lo[4] | ((u32)lo[5] << 16), lo[6] | ((u32)lo[7] << 16));
 }
 
-#if I4M_STAGE_BATCH
 // Word i of x (8 values from i * 8) into xv: a padding word past k is zeros.
 __device__ __forceinline__ void i4m_load_word(const float* x, int k, int i, float (&xv)[8]) {
     if (i * 8 < k) {
@@ -166,7 +157,8 @@ __device__ __forceinline__ void i4m_load_word(const float* x, int k, int i, floa
 }
 
 // i4m_stage for 16-byte aligned x and k a multiple of 8, with every read of x issued before its
-// first use: while a thread has at most two words (k <= 16 * blockDim.x: every layer of the
+// first use (otherwise each read is used before the next is issued: one L2 round trip per 1,024
+// values of k in the max pass and per 2,048 in the split pass, 21 for the 8B down projection): while a thread has at most two words (k <= 16 * blockDim.x: every layer of the
 // bench shapes but the down projections) x is read once and kept in registers through the
 // block max; otherwise a max pass of 4 float4 a thread a round and a split pass of 2 words.
 // The same values as i4m_stage (the max is exact in any order; words are independent).
@@ -217,17 +209,16 @@ __device__ __forceinline__ float i4m_stage_batched(const float* x, int k, int wo
     __syncthreads();
     return __int_as_float((127 + e) << 23);
 }
-#endif
 
 // x (k values, zero to `words` * 8) into shared memory as described above; returns 2^e, the
-// factor that undoes the scaling. Every thread of the block calls it (it synchronises).
+// factor that undoes the scaling. Every thread of the block calls it (it synchronises). BATCH:
+// the float4 stage issues its reads first (i4m_stage_batched; more registers live).
+template <bool BATCH>
 __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uint4* xs) {
     __shared__ float scratch[32];
     float m = 0.0f;
     bool vec = I4M_STAGE_VEC && ((size_t)x & 15) == 0 && (k & 7) == 0;
-#if I4M_STAGE_BATCH
-    if (vec) return i4m_stage_batched(x, k, words, xs, scratch);
-#endif
+    if (BATCH && vec) return i4m_stage_batched(x, k, words, xs, scratch);
     if (vec) {
         const float4* x4 = (const float4*)x;
         int quads = k >> 2;
@@ -372,7 +363,10 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
         return *(const float*)(xsplit + 2 * stride);
     }
     pdl_wait();
-    float up = i4m_stage(x, k, words, xs);
+    // The deep entries stage with their reads batched (round 16: the 8B down projection 17.5 ->
+    // 16.2 us); the wide ones, at 4 blocks per SM, keep the plain stage (batched it spilled and
+    // lost: lm_head 104.9 -> 107.7 us).
+    float up = i4m_stage<R != I4M_WIDE_ROUND>(x, k, words, xs);
     i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xs + (g & 1) * words, zero,
                             r, acc);
     return up;

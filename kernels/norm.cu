@@ -13,14 +13,6 @@
 // them), so their latency overlaps that kernel's tail. The host launches whole warps, at
 // least width / NORM_VALUES threads.
 #define NORM_VALUES 8
-// NORM_READ_FIRST 1 (not yet the default: to be measured): each thread reads all its values of
-// x and delta before using any. In the other form the rounding's branches between one read and
-// the next make each pair of reads wait for the one before: in the machine code one L2 round
-// trip per value a thread holds (8 at widths 1,536 and 4,096) where one suffices. The same
-// arithmetic: the same bits.
-#ifndef NORM_READ_FIRST
-#define NORM_READ_FIRST 0
-#endif
 
 // The row's values (thread t holds t + j * blockDim.x in v[j], zeros past the row) split into
 // hi and lo halves at their slots (split_stride, split_slot in prelude.cuh), zeros past the
@@ -73,7 +65,9 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
     }
     pdl_wait();
     float sum = 0.0f;
-#if NORM_READ_FIRST
+    // Every value of x and delta is read before any is used: with the rounding's branches
+    // between one read and the next, each read would otherwise wait for the one before (one
+    // L2 round trip per value a thread holds, in the machine code).
     float xs[NORM_VALUES], ds[NORM_VALUES];
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
@@ -81,19 +75,13 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         xs[j] = i < width ? x[base + i] : 0.0f;
         ds[j] = delta && i < width ? delta[base + i] : 0.0f;
     }
-#endif
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;
         float s = 0.0f;
         if (i < width) {
-#if NORM_READ_FIRST
             s = xs[j];
             if (delta) s += round_act(ds[j], act);
-#else
-            s = x[base + i];
-            if (delta) s += round_act(delta[base + i], act);
-#endif
         }
         v[j] = s;
         sum += s;

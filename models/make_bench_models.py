@@ -356,7 +356,7 @@ def main():
                         seed=a.seed, config={**shape_config(shape, a.layers)[1], "max_position_embeddings": MAX_POS},
                         tokenizer_vocab=tok_vocab, tokenizer_from=tok_dir.name, builder_command=cmd,
                         build_seconds=round(secs, 1),
-                        versions=dict(onnxruntime_genai=onnxruntime_genai.__version__,
+                        versions=dict(onnxruntime_genai=getattr(onnxruntime_genai, "__version__", "unknown"),
                                       transformers=transformers.__version__, torch=torch.__version__))
             info_path.write_text(json.dumps(info, indent=2) + "\n")
             info["size_bytes"], info["disk_bytes"] = folder_size(out_dir), disk_usage(out_dir)

@@ -5,8 +5,9 @@
 #                      cuda_gemv and cuda_step from this tree, built now (release, `cuda`),
 #                      stripped; unpack there with `tar xJf carry/bin.tar.xz -C DIR` (DIR/bin/)
 #   carry/bench/site/onnxruntime_genai/  the model builder of onnxruntime-genai 0.18.0 (the
-#                      wheel's onnxruntime_genai/models folder, sha256-checked, and an empty
-#                      __init__.py so the builder imports without the native extension), as
+#                      wheel's onnxruntime_genai/models folder, sha256-checked, and an
+#                      __init__.py holding only the wheel's version, so the builder imports
+#                      without the native extension), as
 #                      benches/decode_h200.sh and models/make_bench_models.py expect it
 # Prints the binaries' build times and the commit they were built from (a dirty tree says so),
 # so a stale binary cannot be carried unnoticed. The ONNX Runtime GPU parts are made apart
@@ -64,6 +65,7 @@ with zipfile.ZipFile(wheel) as z:
         if name.startswith("onnxruntime_genai/models/"):
             z.extract(name, site)
 PY
-    : >"$site/onnxruntime_genai/__init__.py"
+    echo "__version__ = \"${WHEEL#onnxruntime_genai-}\"" | sed 's/-cp.*"/"/' \
+        >"$site/onnxruntime_genai/__init__.py"
 fi
 echo "$site: $(du -sh "$site" | cut -f1)"

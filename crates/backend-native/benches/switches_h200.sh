@@ -7,8 +7,8 @@
 #
 #   OUT=$OUT BIN_DIR=DIR bash crates/backend-native/benches/switches_h200.sh "NAME:DEFINES..."
 #     DIR       holds genai-bridge and cuda_kernels (built here: see check_h200.sh)
-#     NAME:DEFINES  e.g. "norm:NORM_READ_FIRST=1 attn:DA_READ_FIRST=1
-#               both:NORM_READ_FIRST=1+DA_READ_FIRST=1" ('+' joins several defines)
+#     NAME:DEFINES  e.g. "copy:I4M_SPLIT_COPY=1 pipe:I4M_PIPE=1+I4M_ROUND=2"
+#               ('+' joins several defines)
 # Environment: SHAPES ("qwen2.5-0.5b qwen2.5-1.5b llama3-8b"), PRECISION (fp16), ROUNDS (2),
 # STAGES ("make kernels ab"), CALL (0), BENCH_COMMIT, MODELS_DIR (/tmp/bench-models); the models
 # are made by benches/decode_h200.sh (MAKE_ONLY=1), which needs carry/bench/site.

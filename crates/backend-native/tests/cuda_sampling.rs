@@ -135,3 +135,112 @@ fn device_choice_gives_the_host_choice_tokens_on_every_fixture() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// One call's answer: a token id, or logits as bits.
+fn bits(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+/// A fixed sequence of calls on one generation that takes steps run ahead, and leaves them
+/// untaken every way it can: another token, a rewind, several tokens, the full-logits path,
+/// the end of the cache. Every answer, in order.
+fn ahead_script(decoder: &CudaDecoder, vocab: i32) -> Vec<Vec<u32>> {
+    let max_length = 32;
+    let start = StartOptions {
+        batch: 1,
+        max_length,
+        past_present_share_buffer: true,
+    };
+    let mut state = decoder.start(&start).expect("start");
+    let greedy = SamplingSpec {
+        choice: Choice::Greedy,
+        penalty: 1.0,
+        penalized: &[],
+        suppressed: &[],
+        no_repeat_ngram: 0,
+    };
+    let mask = vec![1i64; max_length];
+    let mut total = 0;
+    let mut answers = Vec::new();
+    let choose =
+        |state: &mut Box<dyn genai_engine::DecodeBackend>, total: &mut usize, tokens: &[i32]| {
+            *total += tokens.len();
+            let input = StepInput {
+                tokens,
+                new_len: tokens.len(),
+                attention_mask: &mask[..*total],
+                total_len: *total,
+            };
+            let id = state
+                .forward_choose(&input, &greedy)
+                .expect("step")
+                .expect("device choice");
+            assert!((0..vocab).contains(&id), "{id}");
+            id
+        };
+    let prompt: Vec<i32> = (1..=9).map(|i| (i * 7919) % vocab).collect();
+    let t1 = choose(&mut state, &mut total, &prompt);
+    let t2 = choose(&mut state, &mut total, &[t1]); // takes the step ahead
+    let other = (t2 + 1) % vocab;
+    let t3 = choose(&mut state, &mut total, &[other]); // another token: not taken
+    total += 1;
+    let input = StepInput {
+        tokens: &[t3],
+        new_len: 1,
+        attention_mask: &mask[..total],
+        total_len: total,
+    };
+    answers.push(bits(&state.forward(&input).expect("logits"))); // the full-logits path takes it
+    let t4 = choose(&mut state, &mut total, &[other]);
+    state.rewind_to(10).expect("rewind"); // the step ahead on t4 is not taken
+    total = 10;
+    let t5 = choose(&mut state, &mut total, &[t2]);
+    let t6 = choose(&mut state, &mut total, &[t5, 5, 6]); // several tokens: not taken
+    let mut tokens = vec![t1, t2, t3, t4, t5, t6];
+    let mut last = t6;
+    while total < max_length {
+        last = choose(&mut state, &mut total, &[last]); // none ahead at the cache's end
+        tokens.push(last);
+    }
+    answers.push(tokens.iter().map(|&t| t as u32).collect());
+    answers
+}
+
+#[test]
+fn steps_run_ahead_give_the_answers_of_steps_run_in_turn() {
+    if let Err(why) = cuda::probe() {
+        eprintln!("NOT RUN: steps_run_ahead_give_the_answers_of_steps_run_in_turn: {why}");
+        return;
+    }
+    let mut failures = Vec::new();
+    for dir in fixtures() {
+        let l = load(&dir);
+        let with = |run_ahead| CudaOptions {
+            run_ahead: Some(run_ahead),
+            ..CudaOptions::default()
+        };
+        let ahead = CudaDecoder::load(&l.model, &l.plan, &with(true)).expect("cuda");
+        let in_turn = CudaDecoder::load(&l.model, &l.plan, &with(false)).expect("cuda");
+        let vocab = ahead.vocab_size() as i32;
+        let (a, b) = (ahead_script(&ahead, vocab), ahead_script(&in_turn, vocab));
+        let (ca, cb) = (ahead.counters(), in_turn.counters());
+        println!(
+            "{}: {} answers {}, run ahead {} (unused {}), in turn {}",
+            dir.display(),
+            a.len(),
+            if a == b { "identical" } else { "DIFFER" },
+            ca.ahead_steps,
+            ca.ahead_unused,
+            cb.ahead_steps
+        );
+        if a != b {
+            failures.push(format!("{}: answers differ", dir.display()));
+        }
+        // Untaken: after t2 (another token), t4 (the rewind) and t5 (several tokens); taken
+        // after t1, t3 (by the logits) and from t6 to the cache's end.
+        if ca.ahead_unused < 3 || ca.ahead_steps < ca.ahead_unused + 2 || cb.ahead_steps != 0 {
+            failures.push(format!("{}: counters {ca:?} / {cb:?}", dir.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -31,6 +31,10 @@ pub struct BackendCounters {
     pub graph_fallbacks: u64,
     /// Why, for the first few.
     pub graph_fallback_reasons: Vec<String>,
+    /// Decode steps a device backend enqueued before the host asked for them (on the token it
+    /// had chosen on the device), and how many of those the next call did not take.
+    pub run_ahead_steps: u64,
+    pub run_ahead_unused: u64,
     /// Highest device memory in use (total minus free, as the driver reports it) seen by a
     /// device backend.
     pub peak_device_bytes: Option<u64>,

@@ -180,6 +180,11 @@ impl Chooser {
             .map_err(launch_error("token copy"))
     }
 
+    /// Where the choice leaves the chosen id on the device (4 bytes).
+    pub fn chosen_ptr(&self) -> DevPtr {
+        self.out.ptr
+    }
+
     /// The chosen id, once the stream has been synchronized after [`enqueue`](Self::enqueue).
     pub fn read(&self) -> Result<i32, Error> {
         // SAFETY: the allocation holds at least 4 page-aligned bytes, and the caller

@@ -10,13 +10,18 @@
 //! for A/B comparisons. Under a VRAM budget (or when the model does not fit the free device
 //! memory) the weights that do not fit are streamed from page-locked host memory by the pager,
 //! inside the same captured step. `forward_choose` runs the same step and then chooses the
-//! token on the device (`choose.rs`): only its id comes back.
+//! token on the device (`choose.rs`): only its id comes back, and the next step is enqueued
+//! before the host waits for it (`decoder/ahead.rs`).
+
+mod ahead;
+
+pub use ahead::RUN_AHEAD_ENV;
 
 use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{Kernels, Ops};
+use crate::cuda::kernels::{DevPtr, Kernels, Ops};
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
@@ -24,7 +29,8 @@ use crate::cuda::state::{Buffers, CHUNK, enqueue, estimated_state_bytes};
 use crate::cuda::step_clock::{Point, StepEvents, StepSamples, step_events_requested};
 use crate::error::Error;
 use crate::paging::{Reservation, VramBudget};
-use cudarc::driver::CudaStream;
+use ahead::{Ahead, run_ahead_default};
+use cudarc::driver::{CudaEvent, CudaStream};
 use genai_engine::{
     BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
     StartOptions, StepInput,
@@ -65,6 +71,11 @@ pub struct CudaOptions {
     /// kernels); `None`: yes unless `GENAI_BRIDGE_PREFILL_GEMM=0`. Without cuBLAS: no, with
     /// the reason in the route's reasons.
     pub prefill_gemm: Option<bool>,
+    /// After a step whose token was chosen on the device, enqueue the next step on that token
+    /// before the host reads it (`decoder/ahead.rs`); `None`: yes unless
+    /// `GENAI_BRIDGE_RUN_AHEAD=0`. Not while weights stream or steps are timed
+    /// (`GENAI_BRIDGE_STEP_EVENTS=1`), nor without the step graph.
+    pub run_ahead: Option<bool>,
 }
 
 /// Environment variable: the most device memory the CUDA decoder treats as free, in bytes.
@@ -99,6 +110,8 @@ struct Shared {
     device_choice: bool,
     /// Whether generations run prompts' dense layers as cuBLAS GEMMs.
     prefill_gemm: bool,
+    /// Whether device-chosen steps enqueue the next step before the host reads the token.
+    run_ahead: bool,
     /// Highest device memory in use seen (total minus free), sampled where this decoder
     /// allocates: after load, at each generation's start and after each graph capture.
     peak_device_bytes: AtomicU64,
@@ -205,6 +218,7 @@ impl CudaDecoder {
             graph,
             device_choice,
             prefill_gemm,
+            run_ahead: graph && options.run_ahead.unwrap_or_else(run_ahead_default),
             peak_device_bytes: AtomicU64::new(0),
             time_steps: step_events_requested(),
             step_samples: StepSamples::default(),
@@ -286,6 +300,8 @@ impl CudaDecoder {
             len: 0,
             chooser: None,
             clock,
+            ahead: None,
+            ready_event: None,
         })
     }
 }
@@ -315,6 +331,8 @@ impl Decoder for CudaDecoder {
             eager_steps: c.eager_steps,
             graph_fallbacks: c.fallbacks,
             graph_fallback_reasons: c.fallback_reasons,
+            run_ahead_steps: c.ahead_steps,
+            run_ahead_unused: c.ahead_unused,
             peak_device_bytes: Some(self.shared.peak_device_bytes.load(Ordering::Relaxed)),
             paging: self.paging_counters(),
             step_clock: self.shared.step_samples.summary(),
@@ -373,6 +391,11 @@ struct CudaState {
     chooser: Option<Chooser>,
     /// Timing events of single-token steps, when asked for (`step_clock.rs`).
     clock: Option<StepEvents>,
+    /// The step enqueued ahead of the host, if any (`decoder/ahead.rs`).
+    ahead: Option<Ahead>,
+    /// Recorded after a choice's copy when a step is enqueued behind it: what the host waits
+    /// for then.
+    ready_event: Option<CudaEvent>,
 }
 
 impl CudaState {
@@ -444,11 +467,26 @@ impl CudaState {
             .enqueue(&self.stream, &ops, logits, spec, ids)
             .and_then(|()| {
                 self.mark(tokens.len(), Point::End);
-                self.finish(tokens.len())
+                self.wait_for_choice(tokens.len(), chooser.chosen_ptr())
             })
             .and_then(|()| chooser.read());
         self.chooser = Some(chooser);
-        chosen
+        let token = chosen?;
+        self.ahead_runs_on(token);
+        Ok(token)
+    }
+
+    /// Waits until the chosen id has been copied to the host: after enqueueing the next step
+    /// on it when that step may run ahead (then for the event before that step), else for the
+    /// whole stream.
+    fn wait_for_choice(&mut self, tokens: usize, chosen: DevPtr) -> Result<(), Error> {
+        match self.enqueue_ahead(self.len + tokens, chosen)? {
+            Some(ready) => ready.synchronize().map_err(|e| Error::Cuda {
+                what: "token choice",
+                message: format!("{e:?}"),
+            }),
+            None => self.finish(tokens),
+        }
     }
 
     /// Waits for the step (an explicit synchronize: what the host reads next was copied on
@@ -481,8 +519,34 @@ impl CudaState {
         }
     }
 
-    /// Enqueues the forward passes over `tokens` (the graph for a single token).
+    /// Captures the single-token step's graph if the generation has none yet (and may have
+    /// one). A capture that fails is counted with its reason and leaves the generation eager.
+    fn capture_step(&mut self) {
+        let s = Arc::clone(&self.shared);
+        if s.graph && !self.graph_failed && self.graph.is_none() {
+            match StepGraph::capture(&self.stream, || self.pass(1, true)) {
+                Ok(graph) => {
+                    s.counters.captured();
+                    self.graph = Some(graph);
+                    // Instantiating the graph takes device memory; steps take none.
+                    s.sample_memory();
+                }
+                Err(e) => {
+                    s.counters
+                        .fallback(format!("decode-step capture failed: {e}"));
+                    self.graph_failed = true;
+                }
+            }
+        }
+    }
+
+    /// Enqueues the forward passes over `tokens` (the graph for a single token), unless the
+    /// step ahead is that step.
     fn passes(&mut self, tokens: &[i32]) -> Result<(), Error> {
+        if self.take_ahead(tokens) {
+            self.shared.counters.took_ahead();
+            return Ok(());
+        }
         let shared = Arc::clone(&self.shared);
         let s = &shared;
         let mut past = self.len;
@@ -491,20 +555,8 @@ impl CudaState {
             self.buffers.ids.write(&self.stream, chunk)?;
             let step = [past as i32, m as i32, 0, 0];
             self.buffers.step.write(&self.stream, &step)?;
-            if m == 1 && s.graph && !self.graph_failed && self.graph.is_none() {
-                match StepGraph::capture(&self.stream, || self.pass(1, true)) {
-                    Ok(graph) => {
-                        s.counters.captured();
-                        self.graph = Some(graph);
-                        // Instantiating the graph takes device memory; steps take none.
-                        s.sample_memory();
-                    }
-                    Err(e) => {
-                        s.counters
-                            .fallback(format!("decode-step capture failed: {e}"));
-                        self.graph_failed = true;
-                    }
-                }
+            if m == 1 {
+                self.capture_step();
             }
             self.mark(tokens.len(), Point::Launch);
             match (&self.graph, m) {
@@ -602,7 +654,8 @@ impl DecodeBackend for CudaState {
 
     fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {
         // Positions past `len` are overwritten by the next steps; the graph reads the position
-        // from device memory, so it stays valid.
+        // from device memory, so it stays valid. A step ahead is not taken after a rewind.
+        self.ahead = None;
         self.len = len.min(self.len);
         Ok(())
     }

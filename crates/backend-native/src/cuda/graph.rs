@@ -63,6 +63,11 @@ pub struct GraphCounters {
     pub fallbacks: u64,
     /// Why each fallback happened (the first few).
     pub fallback_reasons: Vec<String>,
+    /// Steps enqueued ahead of the host (`decoder/ahead.rs`; counted in `replays` too).
+    pub ahead_steps: u64,
+    /// Of those, the ones the next call did not take (it asked for something else, or none
+    /// came: the generation ended).
+    pub ahead_unused: u64,
 }
 
 /// Live counters.
@@ -73,6 +78,8 @@ pub(crate) struct Counters {
     eager_steps: AtomicU64,
     fallbacks: AtomicU64,
     reasons: Mutex<Vec<String>>,
+    ahead_steps: AtomicU64,
+    ahead_taken: AtomicU64,
 }
 
 /// Reasons kept per decoder.
@@ -85,6 +92,14 @@ impl Counters {
 
     pub fn replayed(&self) {
         self.replays.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn ran_ahead(&self) {
+        self.ahead_steps.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn took_ahead(&self) {
+        self.ahead_taken.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn eager_step(&self) {
@@ -101,12 +116,15 @@ impl Counters {
     }
 
     pub fn snapshot(&self) -> GraphCounters {
+        let ahead_steps = self.ahead_steps.load(Ordering::Relaxed);
         GraphCounters {
             captures: self.captures.load(Ordering::Relaxed),
             replays: self.replays.load(Ordering::Relaxed),
             eager_steps: self.eager_steps.load(Ordering::Relaxed),
             fallbacks: self.fallbacks.load(Ordering::Relaxed),
             fallback_reasons: self.reasons.lock().map(|r| r.clone()).unwrap_or_default(),
+            ahead_steps,
+            ahead_unused: ahead_steps.saturating_sub(self.ahead_taken.load(Ordering::Relaxed)),
         }
     }
 }

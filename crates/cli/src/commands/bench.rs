@@ -67,6 +67,10 @@ struct BenchResult {
     graph_replays: u64,
     graph_fallbacks: u64,
     graph_fallback_reasons: Vec<String>,
+    /// Decode steps enqueued ahead of the host on the device-chosen token, and the ones not
+    /// taken (native CUDA; `GENAI_BRIDGE_RUN_AHEAD=0` turns it off).
+    run_ahead_steps: u64,
+    run_ahead_unused: u64,
     /// Medians over single-token steps (`GENAI_BRIDGE_STEP_EVENTS=1`, native CUDA): the
     /// device idle between steps while the host takes its turn, the step's input copies, its
     /// kernels from the graph's launch, and the token choice with its copy back, in µs.
@@ -261,6 +265,8 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         graph_replays: counters.graph_replays,
         graph_fallbacks: counters.graph_fallbacks,
         graph_fallback_reasons: counters.graph_fallback_reasons,
+        run_ahead_steps: counters.run_ahead_steps,
+        run_ahead_unused: counters.run_ahead_unused,
         step_host_gap_us: clock.and_then(|c| c.host_gap_us),
         step_inputs_us: clock.map(|c| c.inputs_us),
         step_kernels_us: clock.map(|c| c.kernels_us),

@@ -51,45 +51,15 @@ extern "C" __global__ void argmax_partial_f32(const float* __restrict__ logits, 
     }
 }
 
-// The best of the `parts` partials (thread 0 gets it): the chosen id.
-__device__ __forceinline__ int argmax_of_parts(const float* __restrict__ pv,
-                                               const int* __restrict__ pi, int parts) {
-    float bv = NEG_INF;
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < parts; i += blockDim.x) better(bv, bi, pv[i], pi[i]);
-    block_best(bv, bi);
-    return bi == 0x7fffffff ? 0 : bi;
-}
-
 extern "C" __global__ void argmax_final_f32(const float* __restrict__ pv,
                                             const int* __restrict__ pi, int parts,
                                             int* __restrict__ out) {
     pdl_enter();
-    int id = argmax_of_parts(pv, pi, parts);
-    if (threadIdx.x == 0) out[0] = id;
-}
-
-// The greedy choice as the last kernel of a decode step's graph run ahead of the host
-// (crates/backend-native/src/cuda/decoder/ahead.rs): the final reduction, then the next
-// single-token step's inputs (the id in ids[0]; step[0] moves past this pass's step[1] tokens,
-// step[1] becomes 1) and the id stored straight into the host's page-locked slot for this
-// step's position parity (`slots`, mapped), which the host reads after an event behind the
-// graph. Every kernel of the step has finished when this one passes its wait, so nothing still
-// reads the step's inputs it rewrites.
-extern "C" __global__ void argmax_final_next_f32(const float* __restrict__ pv,
-                                                 const int* __restrict__ pi, int parts,
-                                                 int* __restrict__ out, int* __restrict__ ids,
-                                                 int* __restrict__ step, int* slots) {
-    pdl_enter();
-    int id = argmax_of_parts(pv, pi, parts);
-    if (threadIdx.x == 0) {
-        int p = step[0];
-        out[0] = id;
-        ids[0] = id;
-        step[0] = p + step[1];
-        step[1] = 1;
-        ((volatile int*)slots)[p & 1] = id;
-    }
+    float bv = NEG_INF;
+    int bi = 0x7fffffff;
+    for (int i = threadIdx.x; i < parts; i += blockDim.x) better(bv, bi, pv[i], pi[i]);
+    block_best(bv, bi);
+    if (threadIdx.x == 0) out[0] = bi == 0x7fffffff ? 0 : bi;
 }
 
 typedef unsigned long long u64;

@@ -162,27 +162,22 @@ fn ahead_script(decoder: &CudaDecoder, vocab: i32) -> Vec<Vec<u32>> {
     let mask = vec![1i64; max_length];
     let mut total = 0;
     let mut answers = Vec::new();
-    let choose_with = |state: &mut Box<dyn genai_engine::DecodeBackend>,
-                       total: &mut usize,
-                       tokens: &[i32],
-                       spec: &SamplingSpec<'_>| {
-        *total += tokens.len();
-        let input = StepInput {
-            tokens,
-            new_len: tokens.len(),
-            attention_mask: &mask[..*total],
-            total_len: *total,
+    let choose =
+        |state: &mut Box<dyn genai_engine::DecodeBackend>, total: &mut usize, tokens: &[i32]| {
+            *total += tokens.len();
+            let input = StepInput {
+                tokens,
+                new_len: tokens.len(),
+                attention_mask: &mask[..*total],
+                total_len: *total,
+            };
+            let id = state
+                .forward_choose(&input, &greedy)
+                .expect("step")
+                .expect("device choice");
+            assert!((0..vocab).contains(&id), "{id}");
+            id
         };
-        let id = state
-            .forward_choose(&input, spec)
-            .expect("step")
-            .expect("device choice");
-        assert!((0..vocab).contains(&id), "{id}");
-        id
-    };
-    let choose = |state: &mut Box<dyn genai_engine::DecodeBackend>,
-                  total: &mut usize,
-                  tokens: &[i32]| choose_with(state, total, tokens, &greedy);
     let prompt: Vec<i32> = (1..=9).map(|i| (i * 7919) % vocab).collect();
     let t1 = choose(&mut state, &mut total, &prompt);
     let t2 = choose(&mut state, &mut total, &[t1]); // takes the step ahead
@@ -204,15 +199,7 @@ fn ahead_script(decoder: &CudaDecoder, vocab: i32) -> Vec<Vec<u32>> {
     let mut tokens = vec![t1, t2, t3, t4, t5, t6];
     let mut last = t6;
     while total < max_length {
-        // Every third step penalised: its choice runs after a graph that chose greedily, and
-        // the step after it runs ahead without the choice in its graph.
-        let penalized = tokens.clone();
-        let spec = SamplingSpec {
-            penalty: if tokens.len() % 3 == 0 { 1.3 } else { 1.0 },
-            penalized: &penalized,
-            ..greedy
-        };
-        last = choose_with(&mut state, &mut total, &[last], &spec); // none ahead at the end
+        last = choose(&mut state, &mut total, &[last]); // none ahead at the cache's end
         tokens.push(last);
     }
     answers.push(tokens.iter().map(|&t| t as u32).collect());

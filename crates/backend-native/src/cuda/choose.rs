@@ -1,9 +1,7 @@
 //! The token choice on the device behind `DecodeBackend::forward_choose`: the step's parameters
 //! and ids go up, `logits_process_f32` and the argmax or `sample_f32` run on the logits where
 //! the pass left them, and only the 4-byte id comes back, through page-locked memory read
-//! after an explicit stream synchronize (or an event). A step graph run ahead of the host may
-//! end with the greedy choice itself (`argmax_final_next_f32`), storing the id in one of two
-//! more slots of that memory (mapped), by its position's parity.
+//! after an explicit stream synchronize.
 
 use crate::cuda::kernels::{ARGMAX_PARTS, DevPtr, Ops, cfg, int, launch, launch_error};
 use crate::cuda::memory::DevBuf;
@@ -25,9 +23,6 @@ const EXTRA_IDS: usize = 64;
 /// Written to the result before each copy (and by `sample_f32` before it chooses): reading it
 /// back means the copy did not land or nothing was chosen.
 const SENTINEL: i32 = -1;
-/// The result slot of choices enqueued by [`Chooser::enqueue`]; slots 0 and 1 take the ids
-/// chosen inside step graphs, by position parity.
-const ENQUEUED_SLOT: usize = 2;
 
 /// The kernel's parameter block for a spec over `vocab` logits, with `ids` ids (penalised
 /// first, then `suppressed`).
@@ -118,16 +113,7 @@ pub(crate) struct Chooser {
     ids: DevBuf<i32>,
     out: DevBuf<i32>,
     parts: (DevBuf<f32>, DevBuf<i32>),
-    /// Three id slots of page-locked memory, mapped (slots 0 and 1 are written by kernels).
     result: PinnedBuf,
-}
-
-/// What a step graph ending in the greedy choice writes: the argmax partials, the chosen id
-/// on the device, and the mapped result slots.
-pub(crate) struct GreedyTargets {
-    pub parts: (DevPtr, DevPtr),
-    pub out: DevPtr,
-    pub slots: DevPtr,
 }
 
 impl Chooser {
@@ -141,7 +127,7 @@ impl Chooser {
                 DevBuf::zeros(stream, ARGMAX_PARTS)?,
                 DevBuf::zeros(stream, ARGMAX_PARTS)?,
             ),
-            result: PinnedBuf::from_slice(stream.context(), &[SENTINEL; 3], true)?,
+            result: PinnedBuf::from_slice(stream.context(), &[SENTINEL], false)?,
         })
     }
 
@@ -181,12 +167,14 @@ impl Chooser {
             }
             Choice::Sample { .. } => ops.sample(logits, vocab, self.params.ptr, self.out.ptr)?,
         }
-        self.arm(ENQUEUED_SLOT);
-        let dst = self.slot_ptr(ENQUEUED_SLOT).cast::<std::ffi::c_void>();
-        // SAFETY: `out` is a live device allocation of at least 4 bytes and `dst` a slot of 4
-        // page-locked bytes that only this copy writes on the device; the copy is ordered on
-        // `stream` after the kernels that write `out`, and the host reads `dst` only in `read`,
-        // after the caller waited for the stream (or an event recorded behind the copy).
+        let dst = self.result.host_ptr().cast_mut();
+        // SAFETY: the result allocation is page-locked, at least 4 bytes and owned by `self`,
+        // and no other copy targets it. Only the host wrote it last (the sentinel below is
+        // written after the previous read, which followed a stream synchronize).
+        unsafe { std::ptr::write_volatile(dst.cast::<i32>(), SENTINEL) };
+        // SAFETY: `out` is a live device allocation of at least 4 bytes; the copy is ordered on
+        // `stream` after the kernels that write it, and the host reads `dst` only in `read`,
+        // after the caller synchronized that stream.
         unsafe { sys::cuMemcpyDtoHAsync_v2(dst, self.out.ptr, 4, stream.cu_stream()) }
             .result()
             .map_err(launch_error("token copy"))
@@ -197,41 +185,11 @@ impl Chooser {
         self.out.ptr
     }
 
-    /// What a step graph ending in the greedy choice writes (see [`GreedyTargets`]).
-    pub fn greedy_targets(&self) -> Result<GreedyTargets, Error> {
-        Ok(GreedyTargets {
-            parts: (self.parts.0.ptr, self.parts.1.ptr),
-            out: self.out.ptr,
-            slots: self.result.device_ptr()?,
-        })
-    }
-
-    /// Result slot `slot` (0..3) on the host.
-    fn slot_ptr(&self, slot: usize) -> *mut i32 {
-        debug_assert!(slot <= ENQUEUED_SLOT);
-        // SAFETY: the allocation holds three i32 slots (`new`), so the offset stays inside it.
-        unsafe { self.result.host_ptr().cast_mut().cast::<i32>().add(slot) }
-    }
-
-    /// Writes the sentinel to `slot` before the device writes it (call only while no write to
-    /// that slot is in flight but the one that will answer the next read).
-    pub fn arm(&mut self, slot: usize) {
-        // SAFETY: `slot_ptr` is inside the page-locked allocation owned by `self`. Device writes
-        // to the slot still queued (a step run ahead and not taken) come before the one the
-        // next read waits for, in stream order, so that one lands last.
-        unsafe { std::ptr::write_volatile(self.slot_ptr(slot), SENTINEL) };
-    }
-
     /// The chosen id, once the stream has been synchronized after [`enqueue`](Self::enqueue).
     pub fn read(&self) -> Result<i32, Error> {
-        self.read_slot(ENQUEUED_SLOT)
-    }
-
-    /// The id in `slot`, once the host has waited for the work that writes it.
-    pub fn read_slot(&self, slot: usize) -> Result<i32, Error> {
-        // SAFETY: `slot_ptr` is inside the allocation, and the caller waited for the device
-        // write into it, so none is in flight.
-        let id = unsafe { std::ptr::read_volatile(self.slot_ptr(slot)) };
+        // SAFETY: the allocation holds at least 4 page-aligned bytes, and the caller
+        // synchronized the stream after the copy into it, so no device write is in flight.
+        let id = unsafe { std::ptr::read_volatile(self.result.host_ptr().cast::<i32>()) };
         if id == SENTINEL {
             return Err(Error::Cuda {
                 what: "token copy",

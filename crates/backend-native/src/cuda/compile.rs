@@ -124,7 +124,6 @@ pub const SOURCES: &[Source] = &[
         symbols: &[
             "argmax_partial_f32",
             "argmax_final_f32",
-            "argmax_final_next_f32",
             "logits_process_f32",
             "sample_f32",
         ],

@@ -21,7 +21,7 @@ use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{Kernels, Ops};
+use crate::cuda::kernels::{DevPtr, Kernels, Ops};
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
@@ -32,7 +32,7 @@ use crate::paging::{Reservation, VramBudget};
 use ahead::{Ahead, run_ahead_default};
 use cudarc::driver::{CudaEvent, CudaStream};
 use genai_engine::{
-    BackendCounters, BackendInfo, Choice, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
     StartOptions, StepInput,
 };
 use genai_frontend::DecoderPlan;
@@ -297,8 +297,6 @@ impl CudaDecoder {
             _reservation: reservation,
             graph: None,
             graph_failed: false,
-            greedy_graph: None,
-            greedy_failed: false,
             len: 0,
             chooser: None,
             clock,
@@ -388,10 +386,6 @@ struct CudaState {
     _reservation: Option<Reservation>,
     graph: Option<StepGraph>,
     graph_failed: bool,
-    /// The single-token step ending with the greedy choice, for steps run ahead
-    /// (`decoder/ahead.rs`), and whether its capture failed.
-    greedy_graph: Option<StepGraph>,
-    greedy_failed: bool,
     len: usize,
     /// The device choice's buffers, made at its first use.
     chooser: Option<Chooser>,
@@ -451,65 +445,42 @@ impl CudaState {
         ids: (&[i32], usize),
     ) -> Result<i32, Error> {
         let shared = Arc::clone(&self.shared);
-        let _slots = shared.residency.pager.as_ref().map(|p| p.lock());
+        let s = &shared;
+        let _slots = s.residency.pager.as_ref().map(|p| p.lock());
+        self.mark(tokens.len(), Point::Start);
+        self.passes(tokens)?;
+        self.mark(tokens.len(), Point::KernelsEnd);
+        // After the step (a graph launch or eager kernels): plain launches.
+        let ops = Ops {
+            k: &s.kernels,
+            stream: &self.stream,
+            pager: None,
+            pdl: false,
+            blas: None,
+        };
+        let logits = (self.buffers.logits.ptr, s.model.vocab);
         let mut chooser = self.chooser.take().ok_or(Error::Invalid {
             what: "device choice",
             why: "no buffers".into(),
         })?;
-        let chosen = self.choose_with(&mut chooser, tokens, spec, ids);
+        let chosen = chooser
+            .enqueue(&self.stream, &ops, logits, spec, ids)
+            .and_then(|()| {
+                self.mark(tokens.len(), Point::End);
+                self.wait_for_choice(tokens.len(), chooser.chosen_ptr())
+            })
+            .and_then(|()| chooser.read());
         self.chooser = Some(chooser);
         let token = chosen?;
         self.ahead_runs_on(token);
         Ok(token)
     }
 
-    fn choose_with(
-        &mut self,
-        chooser: &mut Chooser,
-        tokens: &[i32],
-        spec: &SamplingSpec<'_>,
-        ids: (&[i32], usize),
-    ) -> Result<i32, Error> {
-        let s = Arc::clone(&self.shared);
-        // The plain greedy choice (no ids to process) is what a step graph may end with.
-        let greedy = matches!(spec.choice, Choice::Greedy) && ids.0.is_empty();
-        self.mark(tokens.len(), Point::Start);
-        let chosen_in_graph = self.passes(tokens)? && greedy;
-        self.mark(tokens.len(), Point::KernelsEnd);
-        if !chosen_in_graph {
-            // After the step (a graph launch or eager kernels): plain launches.
-            let ops = Ops {
-                k: &s.kernels,
-                stream: &self.stream,
-                pager: None,
-                pdl: false,
-                blas: None,
-            };
-            let logits = (self.buffers.logits.ptr, s.model.vocab);
-            chooser.enqueue(&self.stream, &ops, logits, spec, ids)?;
-        }
-        self.mark(tokens.len(), Point::End);
-        self.wait_for_choice(tokens.len(), chooser, chosen_in_graph, greedy)?;
-        if chosen_in_graph {
-            // The step's graph stored the id by its position's parity.
-            chooser.read_slot(self.len & 1)
-        } else {
-            chooser.read()
-        }
-    }
-
-    /// Waits until the chosen id has reached the host: after enqueueing the next step on it
-    /// when that step may run ahead (then for the event before that step), else for the whole
-    /// stream. `inputs_ready`: the step's graph already wrote the next step's inputs; `greedy`:
-    /// the next step may end with the plain greedy choice too.
-    fn wait_for_choice(
-        &mut self,
-        tokens: usize,
-        chooser: &mut Chooser,
-        inputs_ready: bool,
-        greedy: bool,
-    ) -> Result<(), Error> {
-        match self.enqueue_ahead(self.len + tokens, chooser, inputs_ready, greedy)? {
+    /// Waits until the chosen id has been copied to the host: after enqueueing the next step
+    /// on it when that step may run ahead (then for the event before that step), else for the
+    /// whole stream.
+    fn wait_for_choice(&mut self, tokens: usize, chosen: DevPtr) -> Result<(), Error> {
+        match self.enqueue_ahead(self.len + tokens, chosen)? {
             Some(ready) => ready.synchronize().map_err(|e| Error::Cuda {
                 what: "token choice",
                 message: format!("{e:?}"),
@@ -570,11 +541,11 @@ impl CudaState {
     }
 
     /// Enqueues the forward passes over `tokens` (the graph for a single token), unless the
-    /// step ahead is that step; true when that step's graph also made the greedy choice.
-    fn passes(&mut self, tokens: &[i32]) -> Result<bool, Error> {
-        if let Some(greedy) = self.take_ahead(tokens) {
+    /// step ahead is that step.
+    fn passes(&mut self, tokens: &[i32]) -> Result<(), Error> {
+        if self.take_ahead(tokens) {
             self.shared.counters.took_ahead();
-            return Ok(greedy);
+            return Ok(());
         }
         let shared = Arc::clone(&self.shared);
         let s = &shared;
@@ -602,7 +573,7 @@ impl CudaState {
             }
             past += m;
         }
-        Ok(false)
+        Ok(())
     }
 
     /// The checks of a step's input against the cache.

@@ -185,39 +185,11 @@ impl Ops<'_> {
         (pv, pi): (DevPtr, DevPtr),
         out: DevPtr,
     ) -> Result<(), Error> {
-        let parts = self.argmax_parts(logits, n, (pv, pi))?;
-        let f = self.k.get("argmax_final_f32")?;
-        launch!(self, f, cfg((1, 1, 1), 1024, 0), &pv, &pi, &parts, &out)
-    }
-
-    /// The argmax as the end of a captured step run ahead of the host: `out[0]` and `ids[0]`
-    /// = the chosen id, `step` moved to the next single-token step, and the id stored in
-    /// `slots[position & 1]` (mapped host memory; `argmax_final_next_f32`).
-    pub fn argmax_next(
-        &self,
-        (logits, n): (DevPtr, usize),
-        (pv, pi): (DevPtr, DevPtr),
-        out: DevPtr,
-        (ids, step, slots): (DevPtr, DevPtr, DevPtr),
-    ) -> Result<(), Error> {
-        let parts = self.argmax_parts(logits, n, (pv, pi))?;
-        let f = self.k.get("argmax_final_next_f32")?;
-        let c = cfg((1, 1, 1), 1024, 0);
-        launch!(self, f, c, &pv, &pi, &parts, &out, &ids, &step, &slots)
-    }
-
-    /// The argmax's first launch: each block's best of `n` logits into `(pv, pi)`; returns the
-    /// number of partials.
-    fn argmax_parts(
-        &self,
-        logits: DevPtr,
-        n: usize,
-        (pv, pi): (DevPtr, DevPtr),
-    ) -> Result<i32, Error> {
         let (ni, parts) = (int("vocab", n)?, int("parts", ARGMAX_PARTS)?);
         let f = self.k.get("argmax_partial_f32")?;
         let grid = (ARGMAX_PARTS as u32, 1, 1);
         launch!(self, f, cfg(grid, 256, 0), &logits, &ni, &pv, &pi)?;
-        Ok(parts)
+        let f = self.k.get("argmax_final_f32")?;
+        launch!(self, f, cfg((1, 1, 1), 1024, 0), &pv, &pi, &parts, &out)
     }
 }

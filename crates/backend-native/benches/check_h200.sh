@@ -31,10 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-check-out}"
 mkdir -p "$out"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GENAI_BRIDGE_KERNEL_CACHE=/tmp/genai-kernels HF_HUB_OFFLINE=1
-export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}"
-export GENAI_FIXTURES="$PWD/models/fixtures"
+. benches/h200_env.sh
 stages=" ${STAGES:-kernels sampling parity paging bench profile nsys} "
 bin="${BIN_DIR:-carry/cuda}"
 models=/tmp/bench-models

@@ -13,9 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-cuda-bench-out}"
 mkdir -p "$out"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GENAI_BRIDGE_KERNEL_CACHE=/tmp/genai-kernels HF_HUB_OFFLINE=1
-export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}"
+. benches/h200_env.sh
 bin=carry/cuda
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv
 

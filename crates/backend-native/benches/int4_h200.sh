@@ -23,10 +23,7 @@ cd "$(dirname "$0")/../../.."
 variants=$1
 OUT="${OUT:-int4-out}"
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GENAI_BRIDGE_KERNEL_CACHE="${GENAI_BRIDGE_KERNEL_CACHE:-/tmp/genai-kernels}"
-export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1
-export GENAI_FIXTURES="$PWD/models/fixtures"
+. benches/h200_env.sh
 stages=" ${STAGES:-kernels gemv make ab} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 first=${variants%% *}

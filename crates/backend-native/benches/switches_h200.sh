@@ -18,10 +18,7 @@ cd "$(dirname "$0")/../../.."
 switches=$1
 OUT="${OUT:-switches-out}" BIN_DIR="${BIN_DIR:-carry/cuda}"
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GENAI_BRIDGE_KERNEL_CACHE="${GENAI_BRIDGE_KERNEL_CACHE:-/tmp/genai-kernels}"
-export PYTHONPATH="$PWD/carry/bench/site${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1
-export GENAI_FIXTURES="$PWD/models/fixtures"
+. benches/h200_env.sh
 stages=" ${STAGES:-make kernels ab} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 precision=${PRECISION:-fp16} shapes=${SHAPES:-qwen2.5-0.5b qwen2.5-1.5b llama3-8b}

@@ -124,21 +124,35 @@ impl StepEvents {
     }
 }
 
-/// Every timed step of a decoder's generations.
+/// Timed steps kept for the medians at most (16 bytes each): a long-running process under the
+/// diagnostic switch keeps its first steps' figures, and counts the rest.
+const MAX_SAMPLES: usize = 1 << 16;
+
+/// The timed steps of a decoder's generations (the first [`MAX_SAMPLES`]) and how many there
+/// were.
 #[derive(Default)]
-pub(crate) struct StepSamples(Mutex<Vec<StepSplit>>);
+pub(crate) struct StepSamples(Mutex<(Vec<StepSplit>, u64)>);
 
 impl StepSamples {
     pub fn push(&self, split: StepSplit) {
-        if let Ok(mut all) = self.0.lock() {
-            all.push(split);
+        if let Ok(mut guard) = self.0.lock() {
+            let (kept, steps) = &mut *guard;
+            *steps += 1;
+            if kept.len() < MAX_SAMPLES {
+                kept.push(split);
+            }
         }
     }
 
-    /// The medians, or None when no step was timed.
+    /// The medians (over the kept steps) and the count of every timed step, or None when no
+    /// step was timed.
     pub fn summary(&self) -> Option<StepClock> {
-        let all = self.0.lock().ok()?;
-        summarize(&all)
+        let guard = self.0.lock().ok()?;
+        let (kept, steps) = &*guard;
+        summarize(kept).map(|clock| StepClock {
+            steps: *steps,
+            ..clock
+        })
     }
 }
 
@@ -196,5 +210,20 @@ mod tests {
         assert!(close(clock.choice_us, 11.0), "{clock:?}");
         let first_only = summarize(&[split(None, 0.001, 0.5, 0.002)]).expect("one step");
         assert_eq!(first_only.host_gap_us, None);
+    }
+
+    #[test]
+    fn samples_past_the_cap_are_counted_not_kept() {
+        let samples = StepSamples::default();
+        assert_eq!(samples.summary(), None);
+        for i in 0..MAX_SAMPLES + 10 {
+            // The kept steps take 1 µs of kernels; the ones past the cap would move the median.
+            let kernels = if i < MAX_SAMPLES { 0.001 } else { 1.0 };
+            samples.push(split(Some(0.01), 0.002, kernels, 0.003));
+        }
+        let clock = samples.summary().expect("timed");
+        assert_eq!(clock.steps, (MAX_SAMPLES + 10) as u64);
+        assert!((clock.kernels_us - 1.0).abs() < 1e-3, "{clock:?}");
+        assert_eq!(samples.0.lock().expect("lock").0.len(), MAX_SAMPLES);
     }
 }

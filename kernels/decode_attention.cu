@@ -75,8 +75,25 @@ struct DaLayout {
     int passes, splits, groups;
 };
 
+// DA_ONE_SPLIT (0: off; a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES, not yet measured): up
+// to this many attended positions one block per row takes every pass and writes the output
+// itself, with no merge across blocks and so no cluster barrier; the rows' blocks still run
+// in parallel. Round 16's profile put 37% of the kernel's warp samples at the cluster
+// barriers on the 0.5B shape. The host sizes the grid and the partials for the most splits any
+// length takes, which this only lowers. Other sums than the default: other bits (within the
+// kernels' tolerance against the CPU), the same across the cluster switch.
+#ifndef DA_ONE_SPLIT
+#define DA_ONE_SPLIT 0
+#endif
+
 __device__ __forceinline__ DaLayout da_layout(int n) {
     int pt = (n + DA_PASS - 1) / DA_PASS;
+#if DA_ONE_SPLIT > 0
+    if (n <= DA_ONE_SPLIT) {
+        DaLayout one = {pt, 1, 1};
+        return one;
+    }
+#endif
     int t = min((pt + DA_GROUP - 1) / DA_GROUP, DA_STAGED);
     t = max(t, (pt + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS);
     int s = (pt + t - 1) / t;

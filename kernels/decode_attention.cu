@@ -85,6 +85,12 @@ struct DaLayout {
 #ifndef DA_ONE_SPLIT
 #define DA_ONE_SPLIT 0
 #endif
+// DA_MIN_PASSES (1: off; a tuning switch like DA_ONE_SPLIT, not yet measured): each split takes
+// at least this many passes (fewer splits, so fewer blocks for the merge to wait for), up to
+// the passes the length has.
+#ifndef DA_MIN_PASSES
+#define DA_MIN_PASSES 1
+#endif
 
 __device__ __forceinline__ DaLayout da_layout(int n) {
     int pt = (n + DA_PASS - 1) / DA_PASS;
@@ -96,6 +102,9 @@ __device__ __forceinline__ DaLayout da_layout(int n) {
 #endif
     int t = min((pt + DA_GROUP - 1) / DA_GROUP, DA_STAGED);
     t = max(t, (pt + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS);
+#if DA_MIN_PASSES > 1
+    t = max(t, min(pt, DA_MIN_PASSES));
+#endif
     int s = (pt + t - 1) / t;
     DaLayout l = {t, s, (s + DA_GROUP - 1) / DA_GROUP};
     return l;

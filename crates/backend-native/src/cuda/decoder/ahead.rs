@@ -103,11 +103,10 @@ impl CudaState {
 
 impl Drop for CudaState {
     fn drop(&mut self) {
-        // A step ahead may still run: let it finish before the budget's share is returned and
-        // the generation's memory is given back (the frees are stream-ordered, but the budget's
-        // accounting is not). An error here has nowhere to go: the generation is over.
-        if self.ahead.is_some() {
-            let _ = self.stream.synchronize();
-        }
+        // A step run ahead may still run, taken or not (a rewind forgets it without waiting):
+        // let it finish before the budget's share is returned and the generation's memory is
+        // given back (the frees are stream-ordered, but the budget's accounting is not). An idle
+        // stream returns at once; an error here has nowhere to go: the generation is over.
+        let _ = self.stream.synchronize();
     }
 }

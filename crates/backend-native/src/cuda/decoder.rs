@@ -21,7 +21,7 @@ use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{DevPtr, Kernels, Ops};
+use crate::cuda::kernels::{DevPtr, Kernels, Ops, launch_error};
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
@@ -481,10 +481,7 @@ impl CudaState {
     /// whole stream.
     fn wait_for_choice(&mut self, tokens: usize, chosen: DevPtr) -> Result<(), Error> {
         match self.enqueue_ahead(self.len + tokens, chosen)? {
-            Some(ready) => ready.synchronize().map_err(|e| Error::Cuda {
-                what: "token choice",
-                message: format!("{e:?}"),
-            }),
+            Some(ready) => ready.synchronize().map_err(launch_error("token choice")),
             None => self.finish(tokens),
         }
     }
@@ -493,10 +490,9 @@ impl CudaState {
     /// this stream) and does its accounting.
     fn finish(&mut self, tokens: usize) -> Result<(), Error> {
         let s = &self.shared;
-        self.stream.synchronize().map_err(|e| Error::Cuda {
-            what: "forward pass",
-            message: format!("{e:?}"),
-        })?;
+        self.stream
+            .synchronize()
+            .map_err(launch_error("forward pass"))?;
         if let Some(clock) = &mut self.clock {
             if tokens != 1 {
                 clock.break_chain();
@@ -553,8 +549,7 @@ impl CudaState {
         for chunk in tokens.chunks(CHUNK) {
             let m = chunk.len();
             self.buffers.ids.write(&self.stream, chunk)?;
-            let step = [past as i32, m as i32, 0, 0];
-            self.buffers.step.write(&self.stream, &step)?;
+            self.buffers.write_step(&self.stream, past, m)?;
             if m == 1 {
                 self.capture_step();
             }

@@ -166,6 +166,18 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
 }
 
 impl Buffers {
+    /// Writes the step scalars a pass reads from device memory (so that a captured pass serves
+    /// every position): `past` positions already cached, `new_len` tokens in this pass.
+    pub fn write_step(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        past: usize,
+        new_len: usize,
+    ) -> Result<(), Error> {
+        self.step
+            .write(stream, &[past as i32, new_len as i32, 0, 0])
+    }
+
     /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace;
     /// with `gemm`, the prompt GEMMs' workspace and scratch).
     pub fn bytes(model: &DevModel, capacity: usize, gemm: bool) -> usize {

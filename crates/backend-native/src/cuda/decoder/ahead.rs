@@ -87,9 +87,7 @@ impl CudaState {
         }
         .result()
         .map_err(launch_error("token id copy"))?;
-        self.buffers
-            .step
-            .write(&self.stream, &[position as i32, 1, 0, 0])?;
+        self.buffers.write_step(&self.stream, position, 1)?;
         graph.launch()?;
         s.counters.replayed();
         s.counters.ran_ahead();

@@ -75,36 +75,10 @@ struct DaLayout {
     int passes, splits, groups;
 };
 
-// DA_ONE_SPLIT (0: off; a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES, not yet measured): up
-// to this many attended positions one block per row takes every pass and writes the output
-// itself, with no merge across blocks and so no cluster barrier; the rows' blocks still run
-// in parallel. Round 16's profile put 37% of the kernel's warp samples at the cluster
-// barriers on the 0.5B shape. The host sizes the grid and the partials for the most splits any
-// length takes, which this only lowers. Other sums than the default: other bits (within the
-// kernels' tolerance against the CPU), the same across the cluster switch.
-#ifndef DA_ONE_SPLIT
-#define DA_ONE_SPLIT 0
-#endif
-// DA_MIN_PASSES (1: off; a tuning switch like DA_ONE_SPLIT, not yet measured): each split takes
-// at least this many passes (fewer splits, so fewer blocks for the merge to wait for), up to
-// the passes the length has.
-#ifndef DA_MIN_PASSES
-#define DA_MIN_PASSES 1
-#endif
-
 __device__ __forceinline__ DaLayout da_layout(int n) {
     int pt = (n + DA_PASS - 1) / DA_PASS;
-#if DA_ONE_SPLIT > 0
-    if (n <= DA_ONE_SPLIT) {
-        DaLayout one = {pt, 1, 1};
-        return one;
-    }
-#endif
     int t = min((pt + DA_GROUP - 1) / DA_GROUP, DA_STAGED);
     t = max(t, (pt + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS);
-#if DA_MIN_PASSES > 1
-    t = max(t, min(pt, DA_MIN_PASSES));
-#endif
     int s = (pt + t - 1) / t;
     DaLayout l = {t, s, (s + DA_GROUP - 1) / DA_GROUP};
     return l;
@@ -168,36 +142,6 @@ __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
 
 __device__ __forceinline__ float lane_of(float4 v, int j) {
     return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
-
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
-
-// 16 bytes global -> shared without a register round trip (sm_80+; a plain copy before).
-__device__ __forceinline__ void cp_async16(float* dst, const float* src) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src)
-                 : "memory");
-#else
-    *(float4*)dst = *(const float4*)src;
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-
-// Waits until at most N of this thread's committed copy groups are pending.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
 }
 
 // One halving level of reduce_scatter: C values left, partner at lane offset O.

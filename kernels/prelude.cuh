@@ -137,6 +137,37 @@ __device__ __forceinline__ int split_stride(int width) { return (width + 255) / 
 #define GEMV_WARPS 8
 #define GEMV_LOAD_BYTES 64
 
+// The shared-memory address of a generic pointer into shared memory.
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// 16 bytes global -> shared without a register round trip (sm_80+; a plain copy before).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src)
+                 : "memory");
+#else
+    *(uint4*)dst = *(const uint4*)src;
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// Waits until at most N of this thread's committed copy groups are pending.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 // One-row (decode) linear kernels (gemv.cu, int4.cu): warps per block and adjacent columns
 // per warp (a GLU launch's (gate, up) pair lives in one warp).
 #define DEC_WARPS 4

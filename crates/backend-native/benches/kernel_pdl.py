@@ -58,7 +58,7 @@ def loads_before_waits(sass: str) -> dict[str, list[int]]:
             loads = 0
         elif "ACQBULK" in op:
             out[kernel].append(loads)
-        elif re.search(r"\bLDG\b|\bLDG\.", op):
+        elif re.search(r"\bLDG\b|\bLDG\.|\bLDGSTS\b", op):  # LDGSTS: cp.async
             loads += 1
     return out
 

@@ -5,7 +5,7 @@
 
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
-    Int4Fp32, Kernels, LinearShape, OneRow, Ops, launch_error as cuda, split_bytes,
+    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, launch_error as cuda, split_bytes,
 };
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
@@ -241,12 +241,13 @@ pub fn time_gemvs(
                 let rule = ops.one_row_plan("gemv_f16", &shape);
                 let plans = splits.iter().flat_map(|s| match s {
                     None => vec![rule],
-                    Some(split) if [1, 2, 4].contains(split) => [false, true]
-                        .map(|pipe| OneRow {
-                            pipe,
-                            split: *split,
-                        })
-                        .to_vec(),
+                    Some(split) if [1, 2, 4].contains(split) => {
+                        [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared]
+                            .map(|via| OneRow { via, split: *split })
+                            .into_iter()
+                            .filter(|plan| ops.one_row_fits("gemv_f16", &shape, *plan))
+                            .collect()
+                    }
                     Some(_) => Vec::new(),
                 });
                 for plan in plans {

@@ -16,6 +16,7 @@ mod decode;
 mod int4;
 mod int4_mma;
 mod rows;
+mod shared;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 pub(crate) use int4::Int4Fp32;
@@ -40,6 +41,10 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
+    /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
+    /// take here (0: none; `kernels/shared.rs`).
+    sms: usize,
+    shared_max: usize,
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
@@ -138,11 +143,15 @@ impl Kernels {
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
         // at load).
         let resident = match decode_gemv {
-            DecodeGemv::Waves | DecodeGemv::Pipe | DecodeGemv::OneWave => {
-                waves::resident_blocks(&device.ctx, &functions)
-            }
+            DecodeGemv::Waves
+            | DecodeGemv::Pipe
+            | DecodeGemv::OneWave
+            | DecodeGemv::Shared
+            | DecodeGemv::SharedGlu => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
+        let sms = waves::multiprocessors(&device.ctx);
+        let shared_max = shared::prepare(&device.ctx, &functions);
         Ok(Kernels {
             functions,
             compiled,
@@ -151,6 +160,8 @@ impl Kernels {
             decode_gemv,
             decode,
             resident,
+            sms,
+            shared_max,
             int4_mma,
         })
     }
@@ -199,6 +210,11 @@ pub(crate) enum DecodeGemv {
     /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
     /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
     OneWave,
+    /// As `Pipe`, and launches whose blocks are all resident at once with their weights in
+    /// shared memory take `gemv_decode_shared_*` at the same split (`kernels/shared.rs`).
+    Shared,
+    /// As `Shared` for GLU launches (the MLP's gate/up) only.
+    SharedGlu,
 }
 
 impl DecodeGemv {
@@ -208,6 +224,8 @@ impl DecodeGemv {
             Ok("split") => DecodeGemv::Split,
             Ok("waves") => DecodeGemv::Waves,
             Ok("onewave") => DecodeGemv::OneWave,
+            Ok("shared") => DecodeGemv::Shared,
+            Ok("shared-glu") => DecodeGemv::SharedGlu,
             _ => DecodeGemv::Pipe,
         }
     }
@@ -241,22 +259,61 @@ fn decode_pipe_kernel(kind: &'static str) -> &'static str {
 /// down (3) 9.8 → 8.9 µs; Qwen2.5-0.5B down (2) equal alone (4.6 µs) and its step ~2% slower.
 const PIPE_ROUNDS: usize = 3;
 
-/// How a one-row dense linear runs: the pipelined kernel or not, and its split.
+/// Which one-row entry of a dense linear kernel a launch takes. All three give the same bits
+/// at the same split (the same products in the same order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowKernel {
+    /// `gemv_decode_*`: rounds of loads into registers, the first before the wait.
+    Walk,
+    /// `gemv_decode_pipe_*`: the next round in flight during the current one.
+    Pipe,
+    /// `gemv_decode_shared_*`: every weight copied into shared memory before the wait.
+    Shared,
+}
+
+/// How a one-row dense linear runs: its entry and its split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OneRow {
-    pub pipe: bool,
+    pub via: RowKernel,
     pub split: usize,
 }
 
 impl OneRow {
-    /// The entry this plan launches for a dense linear kernel `kind`.
-    pub(crate) fn kernel(&self, kind: &'static str) -> &'static str {
-        if self.pipe {
-            decode_pipe_kernel(kind)
-        } else {
-            decode_kernel(kind)
+    pub(crate) fn walk(split: usize) -> OneRow {
+        OneRow {
+            via: RowKernel::Walk,
+            split,
         }
     }
+
+    pub(crate) fn pipe(split: usize) -> OneRow {
+        OneRow {
+            via: RowKernel::Pipe,
+            split,
+        }
+    }
+
+    /// The entry this plan launches for a dense linear kernel `kind`.
+    pub(crate) fn kernel(&self, kind: &'static str) -> &'static str {
+        match self.via {
+            RowKernel::Walk => decode_kernel(kind),
+            RowKernel::Pipe => decode_pipe_kernel(kind),
+            RowKernel::Shared => shared::shared_kernel(kind),
+        }
+    }
+
+    /// Bytes of dynamic shared memory a launch of this plan for `kind` over `s` takes.
+    pub(crate) fn shared_bytes(&self, kind: &'static str, s: &LinearShape) -> usize {
+        match self.via {
+            RowKernel::Shared => shared::slots_bytes(s.k, self.split, weight_bytes(kind)),
+            RowKernel::Walk | RowKernel::Pipe => 0,
+        }
+    }
+}
+
+/// Bytes a weight value of a dense linear kernel `kind` takes.
+fn weight_bytes(kind: &'static str) -> usize {
+    if kind == "gemv_f32" { 4 } else { 2 }
 }
 
 pub(crate) fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
@@ -645,15 +702,20 @@ impl Ops<'_> {
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
         let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        s.one_row_plan(
+        let plan = s.one_row_plan(
             self.k.decode_gemv,
             resident(decode_kernel(kind)),
             resident(decode_pipe_kernel(kind)),
-        )
+        );
+        match self.k.decode_gemv {
+            DecodeGemv::Shared => self.shared_plan(kind, s, plan),
+            DecodeGemv::SharedGlu if s.glu >= 0 => self.shared_plan(kind, s, plan),
+            _ => plan,
+        }
     }
 
-    /// One row of a dense linear through `gemv_decode_*` (or with `plan.pipe`,
-    /// `gemv_decode_pipe_*`) with `plan.split` warps per column pair (1, 2 or 4;
+    /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
+    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair (1, 2 or 4;
     /// [`Ops::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
@@ -668,10 +730,17 @@ impl Ops<'_> {
         plan: OneRow,
     ) -> Result<(), Error> {
         let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
+        let shared = plan.shared_bytes(kind, &s);
+        if !self.one_row_fits(kind, &s, plan) {
+            return Err(Error::Invalid {
+                what: "one-row linear",
+                why: format!("{s:?} with {plan:?} takes {shared} bytes of shared memory"),
+            });
+        }
         launch!(
             self,
             at.f,
-            cfg(at.grid, 32 * DEC_WARPS as u32, 0),
+            cfg(at.grid, 32 * DEC_WARPS as u32, shared as u32),
             &w,
             &x,
             &bias,

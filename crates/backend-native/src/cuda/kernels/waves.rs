@@ -33,11 +33,7 @@ pub(super) fn resident_blocks(
     if ctx.bind_to_thread().is_err() {
         return HashMap::new();
     }
-    let sms = ctx
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
+    let sms = multiprocessors(ctx);
     kernels()
         .filter_map(|name| {
             let f = functions.get(name)?;
@@ -49,9 +45,17 @@ pub(super) fn resident_blocks(
         .collect()
 }
 
+/// The device's SM count (0 when the driver does not answer).
+pub(super) fn multiprocessors(ctx: &CudaContext) -> usize {
+    ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0)
+}
+
 impl LinearShape {
     /// Blocks of a one-row launch with `split` warps per column pair.
-    fn decode_blocks(&self, split: usize) -> usize {
+    pub(super) fn decode_blocks(&self, split: usize) -> usize {
         self.n.div_ceil(DEC_COLS).div_ceil(DEC_WARPS / split)
     }
 
@@ -85,11 +89,15 @@ impl LinearShape {
     /// The kernel and split `rule` gives this one-row shape, with the resident block counts of
     /// `gemv_decode_*` and `gemv_decode_pipe_*` (0: unknown).
     pub(super) fn one_row_plan(&self, rule: DecodeGemv, walk: usize, pipe: usize) -> OneRow {
-        let plain = |split| OneRow { pipe: false, split };
+        let plain = OneRow::walk;
         match rule {
-            DecodeGemv::Waves | DecodeGemv::Pipe | DecodeGemv::OneWave => {
+            DecodeGemv::Waves
+            | DecodeGemv::Pipe
+            | DecodeGemv::OneWave
+            | DecodeGemv::Shared
+            | DecodeGemv::SharedGlu => {
                 let split = self.decode_split_waves(walk, self.decode_split());
-                let piped = |split| OneRow { pipe: true, split };
+                let piped = OneRow::pipe;
                 if rule == DecodeGemv::Waves || pipe == 0 {
                     return plain(split);
                 }
@@ -137,6 +145,7 @@ impl LinearShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cuda::kernels::RowKernel;
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
         let s = LinearShape::one_row(n, k, -1);
@@ -190,10 +199,7 @@ mod tests {
     #[test]
     fn long_rows_go_to_the_pipelined_kernel() {
         let plan = |n, k, rule, pipe| LinearShape::one_row(n, k, -1).one_row_plan(rule, H200, pipe);
-        let (walk, piped) = (
-            |split| OneRow { pipe: false, split },
-            |split| OneRow { pipe: true, split },
-        );
+        let (walk, piped) = (OneRow::walk, OneRow::pipe);
         // Llama-3-8B down (4 rounds at split 4) and Qwen2.5-1.5B down (3 rounds).
         assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 1056), piped(2));
         assert_eq!(plan(1536, 8960, DecodeGemv::Pipe, 1056), piped(4));
@@ -213,10 +219,8 @@ mod tests {
             |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::OneWave, H200, 1056);
         let glu =
             |n, k| LinearShape::one_row(n, k, 0).one_row_plan(DecodeGemv::OneWave, H200, 1056);
-        let (walk, piped) = (
-            |split| OneRow { pipe: false, split },
-            |split| OneRow { pipe: true, split },
-        );
+        let (walk, piped) = (OneRow::walk, OneRow::pipe);
+        let pipe = |plan: OneRow| plan.via == RowKernel::Pipe;
         // Llama-3-8B o: the walk's 2,048 blocks at split 4 take 3 waves; the pipelined kernel's
         // 1,024 at split 2 take one.
         assert_eq!(plan(4096, 4096), piped(2));
@@ -225,10 +229,10 @@ mod tests {
         // Rows the walk takes in one wave stay (Qwen2.5-0.5B/1.5B qkv and o).
         assert_eq!(plan(1152, 896), walk(2));
         assert_eq!(plan(2048, 1536), walk(2));
-        assert!(!plan(1536, 1536).pipe);
-        assert!(!plan(896, 896).pipe);
+        assert!(!pipe(plan(1536, 1536)));
+        assert!(!pipe(plan(896, 896)));
         // Wide rows take several waves either way (gate/up, lm_head).
-        assert!(!glu(9728, 896).pipe && !glu(17_920, 1536).pipe && !glu(28_672, 4096).pipe);
+        assert!(!pipe(glu(9728, 896)) && !pipe(glu(17_920, 1536)) && !pipe(glu(28_672, 4096)));
         assert_eq!(plan(128_256, 4096), walk(4));
         // Long rows go to the pipelined kernel as under `pipe`.
         assert_eq!(plan(4096, 14_336), piped(2));

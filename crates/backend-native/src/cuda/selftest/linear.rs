@@ -7,7 +7,7 @@
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::kernels::{DevPtr, LinearShape, OneRow};
+use crate::cuda::kernels::{DevPtr, LinearShape, OneRow, RowKernel};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -209,26 +209,39 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
     if m > 1 {
         return Ok(check);
     }
-    // One row: both one-row kernels at every split, each pair bitwise equal (the same
-    // products in the same order), and each within the limit of the CPU.
+    // One row: every one-row kernel at every split (the shared-memory one also on unaligned
+    // weights and x), each bitwise equal to the walk (the same products in the same order),
+    // and each within the limit of the CPU.
     let bias = db.as_ref().map_or(0, |b| b.ptr);
     let mut pairs_equal = true;
     let mut worst = check.rel_diff;
+    let aligned = (w_al.ptr, x_al.ptr);
+    let unaligned = (w_sh.ptr + esize as u64, x_sh.ptr + 4);
     for split in [1, 2, 4] {
-        let [walk, pipe] = [false, true].map(|pipe| -> Result<Vec<f32>, Error> {
+        let runs = [
+            (RowKernel::Walk, aligned),
+            (RowKernel::Pipe, aligned),
+            (RowKernel::Shared, aligned),
+            (RowKernel::Shared, unaligned),
+        ];
+        let [walk, others @ ..] = runs.map(|(via, (w, xp))| -> Result<Vec<f32>, Error> {
             let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
-            let plan = OneRow { pipe, split };
+            let plan = OneRow { via, split };
             c.ops()
-                .gemv_one_row(kernel, w_al.ptr, x_al.ptr, bias, dy.ptr, s, 0, plan)?;
+                .gemv_one_row(kernel, w, xp, bias, dy.ptr, s, 0, plan)?;
             c.down(&dy, m * n)
         });
-        let (walk, pipe) = (walk?, pipe?);
-        pairs_equal &= bitwise_equal(&walk, &pipe);
-        worst = worst.max(rel(&walk, &want)).max(rel(&pipe, &want));
+        let walk = walk?;
+        worst = worst.max(rel(&walk, &want));
+        for other in others {
+            let other = other?;
+            pairs_equal &= bitwise_equal(&walk, &other);
+            worst = worst.max(rel(&other, &want));
+        }
     }
     Ok(Check {
         name: format!(
-            "{}, walk and pipe kernels at splits 1, 2, 4 bitwise {}",
+            "{}, walk, pipe and shared kernels at splits 1, 2, 4 bitwise {}",
             check.name,
             if pairs_equal { "equal" } else { "DIFFERENT" }
         ),

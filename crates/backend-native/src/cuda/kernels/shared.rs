@@ -1,0 +1,130 @@
+//! The one-row dense GEMV that copies every weight of a launch into shared memory before its
+//! wait (`gemv_decode_shared_*` in kernels/gemv.cu): its shared-memory size, its set-up at load
+//! and the rule that takes it (`GENAI_BRIDGE_DECODE_GEMV=shared`): a launch whose blocks are all
+//! resident at once, each holding its weights in shared memory, runs there at the split the
+//! default rule gave it, so its bits are the default's.
+//!
+//! Why (CUDA_NOTES round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
+//! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its
+//! 1,216 blocks one wave and a third of the 924 `gemv_decode_f16` an H200 holds, each with one
+//! round of loads in registers; the register file bounds what a launch has in flight before its
+//! wait (~128 KB an SM) where shared memory holds 228 KB.
+
+use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, Ops, RowKernel};
+use cudarc::driver::{CudaContext, CudaFunction};
+use std::collections::HashMap;
+
+/// The shared-memory entry of a dense linear kernel.
+pub(super) fn shared_kernel(kind: &'static str) -> &'static str {
+    match kind {
+        "gemv_f32" => "gemv_decode_shared_f32",
+        "gemv_f16" => "gemv_decode_shared_f16",
+        "gemv_bf16" => "gemv_decode_shared_bf16",
+        other => other,
+    }
+}
+
+/// Bytes of dynamic shared memory a block of `gemv_decode_shared_*` takes for rows of `k`
+/// values of `weight_bytes` bytes at `split`: every lane's slots (16 bytes per piece, a piece
+/// per 8 values of f16/bf16, two of f32) for each column of each warp.
+pub(super) fn slots_bytes(k: usize, split: usize, weight_bytes: usize) -> usize {
+    let slots = k.div_ceil(8).div_ceil(32 * split.max(1));
+    let pieces = (8 * weight_bytes).div_ceil(16);
+    DEC_WARPS * DEC_COLS * slots * pieces * 32 * 16
+}
+
+/// Opts each shared entry into the device's largest dynamic shared memory per block and asks
+/// for the largest shared-memory carveout (so the occupancy the rule reads is what launches
+/// get): the bytes a block may take, or 0 when the driver refuses (launches then stay within
+/// the 48 KB every block may take).
+pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> usize {
+    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+    if ctx.bind_to_thread().is_err() {
+        return 0;
+    }
+    let mut most = usize::MAX;
+    for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
+        let Some(f) = functions.get(shared_kernel(kind)) else {
+            return 0;
+        };
+        // A preference only: the driver may still choose less, which occupancy then reports.
+        let _ = f.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+        // The kernel's static shared memory is the epilogue's 32 bytes.
+        most = most.min(super::opt_in_shared(ctx, f, 32, 0).unwrap_or(0));
+    }
+    if most == usize::MAX { 0 } else { most }
+}
+
+impl LinearShape {
+    /// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM
+    /// on `sms` SMs (false when either count is unknown).
+    fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
+        per_sm > 0 && sms > 0 && blocks <= per_sm * sms
+    }
+}
+
+impl Ops<'_> {
+    /// Whether a block of `plan` for `kind` over `s` gets the shared memory it takes here.
+    pub(crate) fn one_row_fits(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
+        plan.shared_bytes(kind, s) <= self.k.shared_max.max(48 * 1024)
+    }
+
+    /// `plan` (the default rule's) moved to `gemv_decode_shared_*` at its split when every
+    /// block of the launch fits on the device at once with its slots; `plan` otherwise.
+    pub(super) fn shared_plan(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> OneRow {
+        let shared = OneRow {
+            via: RowKernel::Shared,
+            split: plan.split,
+        };
+        if !self.one_row_fits(kind, s, shared) {
+            return plan;
+        }
+        let bytes = shared.shared_bytes(kind, s);
+        let Some(f) = self.k.functions.get(shared_kernel(kind)) else {
+            return plan;
+        };
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
+            .map_or(0, |n| n as usize);
+        if LinearShape::one_wave(s.decode_blocks(plan.split), per_sm, self.k.sms) {
+            shared
+        } else {
+            plan
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_cover_every_unit_a_lane_walks() {
+        // Qwen2.5-0.5B gate/up (k 896, split 1): 112 units, 4 a lane; 4 warps x 2 columns.
+        assert_eq!(slots_bytes(896, 1, 2), 4 * 2 * 4 * 512);
+        // Its down projection (k 4864, split 4): 608 units over 128 lanes, 5 a lane.
+        assert_eq!(slots_bytes(4864, 4, 2), 4 * 2 * 5 * 512);
+        // f32 weights take two 16-byte pieces a unit.
+        assert_eq!(slots_bytes(896, 1, 4), 2 * slots_bytes(896, 1, 2));
+        // A row shorter than a unit still takes one slot a lane.
+        assert_eq!(slots_bytes(3, 1, 2), 4 * 2 * 512);
+    }
+
+    #[test]
+    fn one_wave_needs_every_block_resident() {
+        assert!(LinearShape::one_wave(1216, 12, 132));
+        assert!(!LinearShape::one_wave(1216, 9, 132));
+        assert!(!LinearShape::one_wave(10, 0, 132));
+        assert!(!LinearShape::one_wave(10, 4, 0));
+    }
+
+    #[test]
+    fn every_dense_kind_has_a_shared_entry_in_the_gemv_family() {
+        let gemv = crate::cuda::compile::family("gemv").expect("the gemv family");
+        for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
+            let entry = shared_kernel(kind);
+            assert!(entry.starts_with("gemv_decode_shared_"), "{entry}");
+            assert!(gemv.symbols.contains(&entry), "{entry}");
+        }
+    }
+}

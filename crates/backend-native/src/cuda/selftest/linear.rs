@@ -210,31 +210,32 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
         return Ok(check);
     }
     // One row: every one-row kernel at every split (the shared-memory one also on unaligned
-    // weights and x), each bitwise equal to the walk (the same products in the same order),
-    // and each within the limit of the CPU.
+    // weights and x, where a block's weights fit in shared memory), each bitwise equal to the
+    // walk (the same products in the same order), and each within the limit of the CPU.
     let bias = db.as_ref().map_or(0, |b| b.ptr);
     let mut pairs_equal = true;
     let mut worst = check.rel_diff;
     let aligned = (w_al.ptr, x_al.ptr);
     let unaligned = (w_sh.ptr + esize as u64, x_sh.ptr + 4);
+    let one_row = |plan: OneRow, (w, xp): (DevPtr, DevPtr)| -> Result<Vec<f32>, Error> {
+        let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
+        c.ops()
+            .gemv_one_row(kernel, w, xp, bias, dy.ptr, s, 0, plan)?;
+        c.down(&dy, m * n)
+    };
     for split in [1, 2, 4] {
-        let runs = [
-            (RowKernel::Walk, aligned),
-            (RowKernel::Pipe, aligned),
-            (RowKernel::Shared, aligned),
-            (RowKernel::Shared, unaligned),
-        ];
-        let [walk, others @ ..] = runs.map(|(via, (w, xp))| -> Result<Vec<f32>, Error> {
-            let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
-            let plan = OneRow { via, split };
-            c.ops()
-                .gemv_one_row(kernel, w, xp, bias, dy.ptr, s, 0, plan)?;
-            c.down(&dy, m * n)
-        });
-        let walk = walk?;
+        let walk = one_row(OneRow::walk(split), aligned)?;
         worst = worst.max(rel(&walk, &want));
-        for other in others {
-            let other = other?;
+        let shared = OneRow {
+            via: RowKernel::Shared,
+            split,
+        };
+        let mut others = vec![(OneRow::pipe(split), aligned)];
+        if c.ops().one_row_fits(kernel, &s, shared) {
+            others.extend([(shared, aligned), (shared, unaligned)]);
+        }
+        for (plan, at) in others {
+            let other = one_row(plan, at)?;
             pairs_equal &= bitwise_equal(&walk, &other);
             worst = worst.max(rel(&other, &want));
         }

@@ -207,6 +207,11 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
     }
 }
 
+// Asks L1 for the line holding p (a hint: no value is read, nothing waits for it).
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+
 // The rows of a warp's DEC_COLS columns from col0 (columns past n: row 0, never used).
 template <typename W>
 __device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col0,
@@ -310,6 +315,13 @@ extern "C" __global__ void DEC_BOUNDS
 // slot row are contiguous. Each lane reads only its own slots: waiting for its own copies is
 // enough, no barrier. Rows that are not 16-byte aligned are copied through registers.
 #define SHARED_X_BATCH 2  // units whose x values a lane reads before their products
+// SHARED_X_L1=1 (a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES, off, not yet measured): each
+// lane asks L1 for its x units right after the wait, before waiting for its weights. Round 17
+// measured the kernel without it 10% slower on Qwen2.5-1.5B, whose down projection gives a lane
+// 9 units: 5 batches of x reads, each waiting for the L2, after its weights have landed.
+#ifndef SHARED_X_L1
+#define SHARED_X_L1 0
+#endif
 // Blocks an SM should hold (registers: 40 with the batch of 2, no spills; 4 spills at 12)
 #define SHARED_MIN_BLOCKS 12
 
@@ -355,6 +367,15 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
     }
     cp_async_commit();
     pdl_wait();
+#if SHARED_X_L1
+    // The lane's x units go to L1 while its weights arrive: the batches below then wait for
+    // L1, not the L2 (one batch after another; a lane walks up to `slots` units).
+    for (int i = 0; i < slots; i++) {
+        int u = u0 + i * stride;
+        if (u >= units) break;
+        prefetch_l1(x + u * 8);
+    }
+#endif
     cp_async_wait<0>();
     float acc[DEC_COLS];
 #pragma unroll

@@ -11,6 +11,8 @@ usage (from a repository root; ROOT defaults to this file's repository):
 With OTHER_ROOT (e.g. `git worktree add DIR REV`), each kernel of both trees is compared
 instruction by instruction (16 bytes each on sm_90): "same", or how many instructions differ
 (a register renamed by the allocator shows up as a few differing instructions of equal count).
+Definitions in GENAI_BRIDGE_NVRTC_DEFINES apply to both trees, as in kernel_regs.py (before
+round 17 they were ignored here: a switch's variant printed the default's hashes).
 """
 import hashlib
 import struct
@@ -18,12 +20,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_regs import ROOT, nvrtc_compile, open_nvrtc  # noqa: E402
+from kernel_regs import ROOT, env_defines, nvrtc_compile, open_nvrtc  # noqa: E402
 
 
 def cubin(nvrtc, root: Path, family: str, arch: str) -> bytes:
-    """The family's cubin as the decoder compiles it (no line info)."""
-    rc, log, code = nvrtc_compile(nvrtc, family, arch, [], root)
+    """The family's cubin as the decoder compiles it (no line info), with the definitions of
+    GENAI_BRIDGE_NVRTC_DEFINES as the decoder passes them."""
+    rc, log, code = nvrtc_compile(nvrtc, family, arch, env_defines(), root)
     if rc:
         raise RuntimeError(f"{family}: compile failed\n{log[:2000]}")
     return code

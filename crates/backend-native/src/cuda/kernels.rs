@@ -147,7 +147,8 @@ impl Kernels {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedGlu => waves::resident_blocks(&device.ctx, &functions),
+            | DecodeGemv::SharedGlu
+            | DecodeGemv::SharedAll => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);
@@ -210,11 +211,14 @@ pub(crate) enum DecodeGemv {
     /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
     /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
     OneWave,
-    /// As `Pipe`, and launches whose blocks are all resident at once with their weights in
-    /// shared memory take `gemv_decode_shared_*` at the same split (`kernels/shared.rs`).
+    /// As `Pipe`, and launches the rule gives the walk kernel whose blocks are all resident at
+    /// once with their weights in shared memory take `gemv_decode_shared_*` at the same split
+    /// (`kernels/shared.rs`).
     Shared,
     /// As `Shared` for GLU launches (the MLP's gate/up) only.
     SharedGlu,
+    /// As `Shared` for the pipelined kernel's launches too (round 17: Qwen2.5-1.5B -10%).
+    SharedAll,
 }
 
 impl DecodeGemv {
@@ -226,6 +230,7 @@ impl DecodeGemv {
             Ok("onewave") => DecodeGemv::OneWave,
             Ok("shared") => DecodeGemv::Shared,
             Ok("shared-glu") => DecodeGemv::SharedGlu,
+            Ok("shared-all") => DecodeGemv::SharedAll,
             _ => DecodeGemv::Pipe,
         }
     }
@@ -707,9 +712,11 @@ impl Ops<'_> {
             resident(decode_kernel(kind)),
             resident(decode_pipe_kernel(kind)),
         );
+        let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
-            DecodeGemv::Shared => self.shared_plan(kind, s, plan),
-            DecodeGemv::SharedGlu if s.glu >= 0 => self.shared_plan(kind, s, plan),
+            DecodeGemv::SharedAll => self.shared_plan(kind, s, plan),
+            DecodeGemv::Shared if walked => self.shared_plan(kind, s, plan),
+            DecodeGemv::SharedGlu if walked && s.glu >= 0 => self.shared_plan(kind, s, plan),
             _ => plan,
         }
     }

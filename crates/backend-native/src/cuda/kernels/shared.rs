@@ -1,8 +1,9 @@
 //! The one-row dense GEMV that copies every weight of a launch into shared memory before its
 //! wait (`gemv_decode_shared_*` in kernels/gemv.cu): its shared-memory size, its set-up at load
-//! and the rule that takes it (`GENAI_BRIDGE_DECODE_GEMV=shared`): a launch whose blocks are all
-//! resident at once, each holding its weights in shared memory, runs there at the split the
-//! default rule gave it, so its bits are the default's.
+//! and the rule that takes it (`GENAI_BRIDGE_DECODE_GEMV=shared`, `shared-glu`, `shared-all`;
+//! which rows each offers: `Ops::one_row_plan`): a launch whose blocks are all resident at once,
+//! each holding its weights in shared memory, runs there at the split the default rule gave
+//! it, so its bits are the default's.
 //!
 //! Why (CUDA_NOTES round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
 //! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its

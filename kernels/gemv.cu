@@ -151,47 +151,6 @@ extern "C" __global__ void __launch_bounds__(256)
 #define DEC_BOUNDS __launch_bounds__(128)
 #endif
 
-// The raw bytes of the 8-value unit at column c of a weight row (zero past k).
-template <typename W>
-__device__ __forceinline__ void fetch_unit(const W* wr, int c, int k, bool vec,
-                                           uint4 (&raw)[sizeof(W) / 2]) {
-    if (vec) {
-#pragma unroll
-        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = load_stream16(wr + c + h * (16 / sizeof(W)));
-    } else {
-        W tmp[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++) tmp[e] = c + e < k ? wr[c + e] : (W)0;
-#pragma unroll
-        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = ((const uint4*)tmp)[h];
-    }
-}
-
-// acc + the unit's 8 products, in order. kind: 0 f32, 1 f16, 2 bf16 weights.
-template <int KIND, int H>
-__device__ __forceinline__ float dot_unit(const uint4 (&raw)[H], const float* xv, float acc) {
-    u32 words[4 * H];
-#pragma unroll
-    for (int h = 0; h < H; h++) {
-        words[4 * h] = raw[h].x;
-        words[4 * h + 1] = raw[h].y;
-        words[4 * h + 2] = raw[h].z;
-        words[4 * h + 3] = raw[h].w;
-    }
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        float wv;
-        if (KIND == 0) {
-            wv = __uint_as_float(words[e]);
-        } else {
-            u16 bits = (u16)(e & 1 ? words[e / 2] >> 16 : words[e / 2] & 0xffffu);
-            wv = KIND == 1 ? f16_to_f32(bits) : bf16_to_f32(bits);
-        }
-        acc = fmaf(wv, xv[e], acc);
-    }
-    return acc;
-}
-
 // One iteration's loads: L units (stride apart from u0) of each valid column.
 template <typename W, int L, int H>
 __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
@@ -204,22 +163,6 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
 #pragma unroll
         for (int j = 0; j < DEC_COLS; j++)
             if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
-    }
-}
-
-// Asks L1 for the line holding p (a hint: no value is read, nothing waits for it).
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-}
-
-// The rows of a warp's DEC_COLS columns from col0 (columns past n: row 0, never used).
-template <typename W>
-__device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col0,
-                                               const W* (&wr)[DEC_COLS], bool (&valid)[DEC_COLS]) {
-#pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) {
-        valid[j] = col0 + j < n;
-        wr[j] = w + (size_t)(valid[j] ? col0 + j : 0) * k;
     }
 }
 
@@ -297,131 +240,6 @@ extern "C" __global__ void DEC_BOUNDS
     gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
     gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
-}
-
-// ---- One row, every weight in flight before the wait ------------------------------------------
-//
-// gemv_decode_shared_*: the lanes, units, products and order of gemv_decode_* at the same split
-// (so the same bits), but before waiting for the kernel that writes x, each lane copies ALL of
-// its units (cp.async, 16 bytes, through L2 only) into its own slots of dynamic shared memory,
-// where gemv_decode_* holds one round of them in registers. A launch whose blocks are all
-// resident at once thus has its whole weight in flight while the kernel before it (a one-block
-// norm, the decode attention) runs, and the register file no longer bounds the bytes in flight
-// (H200: ~128 KB of loads an SM in registers against 228 KB of shared memory). The host sizes
-// the shared memory (`shared_slots_bytes` on the host: DEC_WARPS * DEC_COLS * slots * H * 512
-// bytes, slots = ceil(units / (32 * split))) and takes this entry only where every block is
-// resident (`GENAI_BRIDGE_DECODE_GEMV=shared`). Slot (column j, unit i, piece h) of a lane sits at
-// ((warp * DEC_COLS + j) * slots + i) * H + h) * 32 + lane, so a warp's 16-byte reads of one
-// slot row are contiguous. Each lane reads only its own slots: waiting for its own copies is
-// enough, no barrier. Rows that are not 16-byte aligned are copied through registers.
-#define SHARED_X_BATCH 2  // units whose x values a lane reads before their products
-// SHARED_X_L1=1 (a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES, off, not yet measured): each
-// lane asks L1 for its x units right after the wait, before waiting for its weights. Round 17
-// measured the kernel without it 10% slower on Qwen2.5-1.5B, whose down projection gives a lane
-// 9 units: 5 batches of x reads, each waiting for the L2, after its weights have landed.
-#ifndef SHARED_X_L1
-#define SHARED_X_L1 0
-#endif
-// Blocks an SM should hold (registers: 40 with the batch of 2, no spills; 4 spills at 12)
-#define SHARED_MIN_BLOCKS 12
-
-template <typename W, int KIND>
-__device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
-                                                        const float* __restrict__ x,
-                                                        const float* __restrict__ bias,
-                                                        float* __restrict__ y, int n, int k,
-                                                        int split, int glu, int act) {
-    constexpr int H = sizeof(W) / 2;  // 16-byte pieces per unit
-    extern __shared__ uint4 shared_slots[];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int col0 = (blockIdx.x * (DEC_WARPS / split) + warp / split) * DEC_COLS;
-    int part = warp % split;
-    int units = (k + 7) / 8;
-    int stride = 32 * split;
-    int slots = (units + stride - 1) / stride;
-    bool vec = (k % 8) == 0 && (((size_t)w & 15) == 0);
-    bool xvec = ((size_t)x & 15) == 0;
-    const W* wr[DEC_COLS];
-    bool valid[DEC_COLS];
-    decode_columns(w, n, k, col0, wr, valid);
-    uint4* mine = shared_slots + (size_t)warp * DEC_COLS * slots * H * 32 + lane;
-    int u0 = part * 32 + lane;
-    pdl_trigger();
-    for (int i = 0; i < slots; i++) {
-        int u = u0 + i * stride;
-        if (u >= units) break;
-#pragma unroll
-        for (int j = 0; j < DEC_COLS; j++) {
-            if (!valid[j]) continue;
-            uint4* slot = mine + (size_t)(j * slots + i) * H * 32;
-            if (vec) {
-#pragma unroll
-                for (int h = 0; h < H; h++) cp_async16(slot + h * 32, wr[j] + u * 8 + h * (16 / sizeof(W)));
-            } else {
-                uint4 raw[H];
-                fetch_unit(wr[j], u * 8, k, false, raw);
-#pragma unroll
-                for (int h = 0; h < H; h++) slot[h * 32] = raw[h];
-            }
-        }
-    }
-    cp_async_commit();
-    pdl_wait();
-#if SHARED_X_L1
-    // The lane's x units go to L1 while its weights arrive: the batches below then wait for
-    // L1, not the L2 (one batch after another; a lane walks up to `slots` units).
-    for (int i = 0; i < slots; i++) {
-        int u = u0 + i * stride;
-        if (u >= units) break;
-        prefetch_l1(x + u * 8);
-    }
-#endif
-    cp_async_wait<0>();
-    float acc[DEC_COLS];
-#pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
-    for (int i0 = 0; i0 < slots; i0 += SHARED_X_BATCH) {
-        // A batch's x values are read before any product, so its reads wait for L2 once.
-        float xv[SHARED_X_BATCH][8];
-#pragma unroll
-        for (int b = 0; b < SHARED_X_BATCH; b++) {
-            int u = u0 + (i0 + b) * stride;
-            if (i0 + b < slots && u < units) x_unit(nullptr, 0, x, 0, 0, u * 8, k, false, xvec, xv[b]);
-        }
-#pragma unroll
-        for (int b = 0; b < SHARED_X_BATCH; b++) {
-            int i = i0 + b, u = u0 + i * stride;
-            if (i >= slots || u >= units) break;
-#pragma unroll
-            for (int j = 0; j < DEC_COLS; j++) {
-                if (!valid[j]) continue;
-                const uint4* slot = mine + (size_t)(j * slots + i) * H * 32;
-                uint4 raw[H];
-#pragma unroll
-                for (int h = 0; h < H; h++) raw[h] = slot[h * 32];
-                acc[j] = dot_unit<KIND, H>(raw, xv[b], acc[j]);
-            }
-        }
-    }
-    decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act) {
-    gemv_decode_shared_body<float, 0>(w, x, bias, y, n, k, split, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act) {
-    gemv_decode_shared_body<u16, 1>(w, x, bias, y, n, k, split, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act) {
-    gemv_decode_shared_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);
 }
 
 // One row through the multi-row body (x staged in shared memory, 8 warps per block).

@@ -100,6 +100,45 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
+// ---- The skip-norm's arithmetic (norm.cu, and the norm gemv_decode_shared_norm_* folds in) ---
+//
+// Value j of thread t is row index t + j * threads (NORM_VALUES a thread). s = x + round(delta)
+// goes to v (zero past the row, and with PARTIAL on threads t >= threads); the returned pair is
+// (mean, 1 / sqrt(var + eps)), the mean 0 for RMSNorm, from block sums over the whole block:
+// threads holding zeros leave the sums' bits as `threads` threads give them. Every thread of
+// the block calls it (it synchronises).
+#define NORM_VALUES 8
+
+template <bool PARTIAL>
+__device__ __forceinline__ float2 norm_stats(const float (&xs)[NORM_VALUES],
+                                             const float (&ds)[NORM_VALUES], bool has_delta, int t,
+                                             int threads, int width, float eps, int rms, int act,
+                                             float* scratch, float (&v)[NORM_VALUES]) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = t + j * threads;
+        float s = 0.0f;
+        if ((!PARTIAL || t < threads) && i < width) {
+            s = xs[j];
+            if (has_delta) s += round_act(ds[j], act);
+        }
+        v[j] = s;
+        sum += s;
+    }
+    float mean = 0.0f;
+    if (!rms) mean = block_sum(sum, scratch) / (float)width;
+    float sq = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = t + j * threads;
+        float d = (!PARTIAL || t < threads) && i < width ? v[j] - mean : 0.0f;
+        sq += d * d;
+    }
+    float var = block_sum(sq, scratch) / (float)width;
+    return make_float2(mean, 1.0f / sqrtf(var + eps));
+}
+
 // ---- x split into f16 halves for the int4 tensor-core GEMV (int4_mma.cu) -------------------
 //
 // x * 2^-e = hi + lo (f16 each), e putting max|x| in [2^14, 2^15): the exponent for a row whose
@@ -310,6 +349,60 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
         } else {
             linear_store(v, bias, col, act, y + (size_t)(r0 + r) * ldy + col);
         }
+    }
+}
+
+// ---- One-row helpers of gemv.cu and gemv_shared.cu -----------------------------------------
+
+// The raw bytes of the 8-value unit at column c of a weight row (zero past k).
+template <typename W>
+__device__ __forceinline__ void fetch_unit(const W* wr, int c, int k, bool vec,
+                                           uint4 (&raw)[sizeof(W) / 2]) {
+    if (vec) {
+#pragma unroll
+        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = load_stream16(wr + c + h * (16 / sizeof(W)));
+    } else {
+        W tmp[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) tmp[e] = c + e < k ? wr[c + e] : (W)0;
+#pragma unroll
+        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = ((const uint4*)tmp)[h];
+    }
+}
+
+// acc + the unit's 8 products, in order. kind: 0 f32, 1 f16, 2 bf16 weights.
+template <int KIND, int H>
+__device__ __forceinline__ float dot_unit(const uint4 (&raw)[H], const float* xv, float acc) {
+    u32 words[4 * H];
+#pragma unroll
+    for (int h = 0; h < H; h++) {
+        words[4 * h] = raw[h].x;
+        words[4 * h + 1] = raw[h].y;
+        words[4 * h + 2] = raw[h].z;
+        words[4 * h + 3] = raw[h].w;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        float wv;
+        if (KIND == 0) {
+            wv = __uint_as_float(words[e]);
+        } else {
+            u16 bits = (u16)(e & 1 ? words[e / 2] >> 16 : words[e / 2] & 0xffffu);
+            wv = KIND == 1 ? f16_to_f32(bits) : bf16_to_f32(bits);
+        }
+        acc = fmaf(wv, xv[e], acc);
+    }
+    return acc;
+}
+
+// The rows of a warp's DEC_COLS columns from col0 (columns past n: row 0, never used).
+template <typename W>
+__device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col0,
+                                               const W* (&wr)[DEC_COLS], bool (&valid)[DEC_COLS]) {
+#pragma unroll
+    for (int j = 0; j < DEC_COLS; j++) {
+        valid[j] = col0 + j < n;
+        wr[j] = w + (size_t)(valid[j] ? col0 + j : 0) * k;
     }
 }
 

@@ -22,6 +22,7 @@ pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use rows::ARGMAX_PARTS;
+pub(crate) use shared::NormFold;
 
 /// A device address (0 for an absent optional argument).
 pub(crate) type DevPtr = u64;
@@ -45,6 +46,9 @@ pub(crate) struct Kernels {
     /// take here (0: none; `kernels/shared.rs`).
     sms: usize,
     shared_max: usize,
+    /// Whether decode-step skip-norms fold into the linear after them where it can take them
+    /// (`GENAI_BRIDGE_NORM_INTO_GEMV=1`; `Ops::fold_plan`).
+    pub norm_into_gemv: bool,
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
@@ -149,6 +153,10 @@ impl Kernels {
             | DecodeGemv::Shared
             | DecodeGemv::SharedGlu
             | DecodeGemv::SharedAll => waves::resident_blocks(&device.ctx, &functions),
+            // The norm fold's plan needs them too.
+            _ if std::env::var(shared::NORM_INTO_GEMV_ENV).is_ok_and(|v| v == "1") => {
+                waves::resident_blocks(&device.ctx, &functions)
+            }
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);
@@ -163,6 +171,7 @@ impl Kernels {
             resident,
             sms,
             shared_max,
+            norm_into_gemv: std::env::var(shared::NORM_INTO_GEMV_ENV).is_ok_and(|v| v == "1"),
             int4_mma,
         })
     }

@@ -201,17 +201,32 @@ extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_body<u16, 2, false>(w, x, bias, y, n, k, split, glu, act, FoldNorm{});
 }
 
-// x (the residual) through the folded skip-norm (FoldNorm), then gemv_decode_shared_*.
-#define SHARED_NORM_ENTRY(NAME, W, KIND)                                                         \
-    extern "C" __global__ void __launch_bounds__(128, SHARED_NORM_MIN_BLOCKS)                   \
-        NAME(const W* w, const float* x, const float* delta, const float* norm_weight,          \
-             const float* norm_bias, float* x_out, float eps, int rms, int norm_act,            \
-             int norm_threads, const float* bias, float* y, int n, int k, int split, int glu,   \
-             int act) {                                                                         \
-        FoldNorm fold = {delta, norm_weight, norm_bias, x_out, eps, rms, norm_act, norm_threads}; \
-        gemv_decode_shared_body<W, KIND, true>(w, x, bias, y, n, k, split, glu, act, fold);     \
-    }
+// x (the residual) through the folded skip-norm (FoldNorm), then gemv_decode_shared_f32.
+extern "C" __global__ void __launch_bounds__(128, SHARED_NORM_MIN_BLOCKS)
+    gemv_decode_shared_norm_f32(const float* w, const float* x, const float* delta,
+        const float* norm_weight, const float* norm_bias, float* x_out, float eps, int rms,
+        int norm_act, int norm_threads, const float* bias, float* y, int n, int k, int split,
+        int glu, int act) {
+    FoldNorm fold = {delta, norm_weight, norm_bias, x_out, eps, rms, norm_act, norm_threads};
+    gemv_decode_shared_body<float, 0, true>(w, x, bias, y, n, k, split, glu, act, fold);
+}
 
-SHARED_NORM_ENTRY(gemv_decode_shared_norm_f32, float, 0)
-SHARED_NORM_ENTRY(gemv_decode_shared_norm_f16, u16, 1)
-SHARED_NORM_ENTRY(gemv_decode_shared_norm_bf16, u16, 2)
+// x (the residual) through the folded skip-norm (FoldNorm), then gemv_decode_shared_f16.
+extern "C" __global__ void __launch_bounds__(128, SHARED_NORM_MIN_BLOCKS)
+    gemv_decode_shared_norm_f16(const u16* w, const float* x, const float* delta,
+        const float* norm_weight, const float* norm_bias, float* x_out, float eps, int rms,
+        int norm_act, int norm_threads, const float* bias, float* y, int n, int k, int split,
+        int glu, int act) {
+    FoldNorm fold = {delta, norm_weight, norm_bias, x_out, eps, rms, norm_act, norm_threads};
+    gemv_decode_shared_body<u16, 1, true>(w, x, bias, y, n, k, split, glu, act, fold);
+}
+
+// x (the residual) through the folded skip-norm (FoldNorm), then gemv_decode_shared_bf16.
+extern "C" __global__ void __launch_bounds__(128, SHARED_NORM_MIN_BLOCKS)
+    gemv_decode_shared_norm_bf16(const u16* w, const float* x, const float* delta,
+        const float* norm_weight, const float* norm_bias, float* x_out, float eps, int rms,
+        int norm_act, int norm_threads, const float* bias, float* y, int n, int k, int split,
+        int glu, int act) {
+    FoldNorm fold = {delta, norm_weight, norm_bias, x_out, eps, rms, norm_act, norm_threads};
+    gemv_decode_shared_body<u16, 2, true>(w, x, bias, y, n, k, split, glu, act, fold);
+}

@@ -5,13 +5,17 @@
 # (benches/ab_h200.sh: one JSON line per run in $OUT/ab.jsonl), and per model and variant the
 # median tok/s and whether its logits checksum is the default's.
 #
-#   OUT=$OUT BIN_DIR=DIR bash crates/backend-native/benches/switches_h200.sh "NAME:DEFINES..."
-#     DIR       holds genai-bridge and cuda_kernels (built here: see check_h200.sh)
-#     NAME:DEFINES  e.g. "copy:I4M_SPLIT_COPY=1 pipe:I4M_PIPE=1+I4M_ROUND=2"
-#               ('+' joins several defines)
+#   OUT=$OUT BIN_DIR=DIR bash crates/backend-native/benches/switches_h200.sh "NAME:SPEC..."
+#     DIR       holds genai-bridge, cuda_kernels, cuda_parity and cuda_sampling (carry_h200.sh)
+#     NAME:SPEC  NVRTC defines, e.g. "copy:I4M_SPLIT_COPY=1 pipe:I4M_PIPE=1+I4M_ROUND=2" ('+'
+#               joins several), or environment variables when SPEC starts with GENAI_BRIDGE_,
+#               e.g. "shared:GENAI_BRIDGE_DECODE_GEMV=shared
+#               fold:GENAI_BRIDGE_DECODE_GEMV=shared,GENAI_BRIDGE_NORM_INTO_GEMV=1" (',' joins
+#               several; defines among them as GENAI_BRIDGE_NVRTC_DEFINES=A=1+B=2)
 # Environment: SHAPES ("qwen2.5-0.5b qwen2.5-1.5b llama3-8b"), PRECISION (fp16), ROUNDS (2),
-# STAGES ("make kernels ab"), CALL (0), BENCH_COMMIT, MODELS_DIR (/tmp/bench-models); the models
-# are made by benches/decode_h200.sh (MAKE_ONLY=1), which needs carry/bench/site.
+# STAGES ("make kernels ab"; also "parity": cuda_parity and cuda_sampling under each variant),
+# CALL (0), BENCH_COMMIT, MODELS_DIR (/tmp/bench-models); the models are made by
+# benches/decode_h200.sh (MAKE_ONLY=1), which needs carry/bench/site.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 [[ $# == 1 ]] || { sed -n 2,16p "$0"; exit 2; }
@@ -23,6 +27,19 @@ stages=" ${STAGES:-make kernels ab} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 precision=${PRECISION:-fp16} shapes=${SHAPES:-qwen2.5-0.5b qwen2.5-1.5b llama3-8b}
 
+# A variant's environment as words for `env`: NAME=VALUE words (',' apart, '+' for a space in
+# a value), or for a list of defines one GENAI_BRIDGE_NVRTC_DEFINES word.
+variant_env() {
+    local spec=$1
+    if [[ "$spec" == GENAI_BRIDGE_* ]]; then
+        local words
+        IFS=, read -ra words <<<"$spec"
+        printf '%s\n' "${words[@]//+/ }"
+    else
+        printf 'GENAI_BRIDGE_NVRTC_DEFINES=%s\n' "${spec//+/ }"
+    fi
+}
+
 maker=
 if want make; then
     (SHAPES="$shapes" MAKE_ONLY=1 PRECISIONS="$precision" ORT_CARRY=/nonexistent \
@@ -33,17 +50,35 @@ if want make; then
 fi
 if want kernels; then
     for v in "base:" $switches; do
-        name=${v%%:*} defines=${v#*:}
-        GENAI_BRIDGE_NVRTC_DEFINES="${defines//+/ }" timeout 200 "$BIN_DIR/cuda_kernels" \
+        name=${v%%:*}
+        mapfile -t envs < <(variant_env "${v#*:}")
+        env "${envs[@]}" timeout 200 "$BIN_DIR/cuda_kernels" \
             --test-threads=1 --nocapture >"$OUT/kernels-$name.log" 2>&1
         echo "cuda_kernels $name rc=$? $(grep -E '^test result' "$OUT/kernels-$name.log" | tail -1 | cut -c1-60)"
         grep -E 'FAIL|DIFFER|panicked' "$OUT/kernels-$name.log" | head -6
     done
 fi
+if want parity; then
+    for v in "base:" $switches; do
+        name=${v%%:*}
+        mapfile -t envs < <(variant_env "${v#*:}")
+        for t in cuda_parity cuda_sampling; do
+            env "${envs[@]}" timeout 200 "$BIN_DIR/$t" --test-threads=1 --nocapture \
+                >"$OUT/$t-$name.log" 2>&1
+            echo "$t $name rc=$? $(grep -E '^test result' "$OUT/$t-$name.log" | tail -1 | cut -c1-60)"
+        done
+    done
+fi
 [[ -n "$maker" ]] && wait "$maker"
 if want ab; then
     variants="base:" models=""
-    for v in $switches; do variants+=" ${v%%:*}:GENAI_BRIDGE_NVRTC_DEFINES=${v#*:}"; done
+    for v in $switches; do
+        if [[ "${v#*:}" == GENAI_BRIDGE_* ]]; then
+            variants+=" $v"
+        else
+            variants+=" ${v%%:*}:GENAI_BRIDGE_NVRTC_DEFINES=${v#*:}"
+        fi
+    done
     for s in $shapes; do models+=" $s-$precision-cuda"; done
     BIN="$BIN_DIR/genai-bridge" CALL="${CALL:-0}" OUT="$OUT" \
         bash benches/ab_h200.sh "${ROUNDS:-2}" "$models" "$variants" >"$OUT/ab.log"

@@ -81,24 +81,30 @@ pub(super) fn slots_bytes(k: usize, split: usize, weight_bytes: usize) -> usize 
     DEC_WARPS * DEC_COLS * slots * pieces * 32 * 16
 }
 
-/// Opts each shared entry into the device's largest dynamic shared memory per block and asks
-/// for the largest shared-memory carveout (so the occupancy the rule reads is what launches
-/// get): the bytes a block may take, or 0 when the driver refuses (launches then stay within
-/// the 48 KB every block may take).
+/// Opts each shared entry (plain and norm-folding) into the device's largest dynamic shared
+/// memory per block and asks for the largest shared-memory carveout (so the occupancy the
+/// rule reads is what launches get): the bytes a block of every entry may take, or 0 when the
+/// driver refuses (launches then stay within the 48 KB every block may take).
 pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> usize {
     use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
     if ctx.bind_to_thread().is_err() {
         return 0;
     }
     let mut most = usize::MAX;
-    for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-        let Some(f) = functions.get(shared_kernel(kind)) else {
+    let kinds = ["gemv_f32", "gemv_f16", "gemv_bf16"];
+    // Static shared memory: the epilogue's 32 bytes, and in the norm-folding entries the
+    // norm's 128-byte scratch beside it.
+    let entries = kinds
+        .map(|kind| (shared_kernel(kind), 32))
+        .into_iter()
+        .chain(kinds.map(|kind| (shared_norm_kernel(kind), 160)));
+    for (entry, fixed) in entries {
+        let Some(f) = functions.get(entry) else {
             return 0;
         };
         // A preference only: the driver may still choose less, which occupancy then reports.
         let _ = f.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
-        // The kernel's static shared memory is the epilogue's 32 bytes.
-        most = most.min(super::opt_in_shared(ctx, f, 32, 0).unwrap_or(0));
+        most = most.min(super::opt_in_shared(ctx, f, fixed, 0).unwrap_or(0));
     }
     if most == usize::MAX { 0 } else { most }
 }

@@ -17,11 +17,11 @@ __device__ __forceinline__ void prefetch_l1(const void* p) {
 // resident at once thus has its whole weight in flight while the kernel before it (a one-block
 // norm, the decode attention) runs, and the register file no longer bounds the bytes in flight
 // (H200: ~128 KB of loads an SM in registers against 228 KB of shared memory). The host sizes
-// the shared memory (`slots_bytes` in src/cuda/kernels/shared.rs: DEC_WARPS * DEC_COLS * slots * H * 512
-// bytes, slots = ceil(units / (32 * split))) and takes this entry only where every block is
-// resident (`GENAI_BRIDGE_DECODE_GEMV=shared`). Slot (column j, unit i, piece h) of a lane sits at
-// ((warp * DEC_COLS + j) * slots + i) * H + h) * 32 + lane, so a warp's 16-byte reads of one
-// slot row are contiguous. Each lane reads only its own slots: waiting for its own copies is
+// the shared memory (`slots_bytes` in src/cuda/kernels/shared.rs: DEC_WARPS * DEC_COLS *
+// slots * H * 512 bytes, slots = ceil(units / (32 * split))) and takes this entry only where
+// every block is resident (`GENAI_BRIDGE_DECODE_GEMV=shared`). Slot (column j, unit i, piece h)
+// of a lane sits at ((warp * DEC_COLS + j) * slots + i) * H + h) * 32 + lane, so a warp's
+// 16-byte reads of one slot row are contiguous. Each lane reads only its own slots: waiting for its own copies is
 // enough, no barrier. Rows that are not 16-byte aligned are copied through registers.
 #define SHARED_X_BATCH 2  // units whose x values a lane reads before their products
 // The norm-folding entries hold the norm's values in registers too (48 registers at 10 blocks;

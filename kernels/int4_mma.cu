@@ -158,9 +158,10 @@ __device__ __forceinline__ void i4m_load_word(const float* x, int k, int i, floa
 
 // i4m_stage for 16-byte aligned x and k a multiple of 8, with every read of x issued before its
 // first use (otherwise each read is used before the next is issued: one L2 round trip per 1,024
-// values of k in the max pass and per 2,048 in the split pass, 21 for the 8B down projection): while a thread has at most two words (k <= 16 * blockDim.x: every layer of the
-// bench shapes but the down projections) x is read once and kept in registers through the
-// block max; otherwise a max pass of 4 float4 a thread a round and a split pass of 2 words.
+// values of k in the max pass and per 2,048 in the split pass, 21 for the 8B down projection):
+// while a thread has at most two words (k <= 16 * blockDim.x: every layer of the bench shapes
+// but the down projections) x is read once and kept in registers through the block max;
+// otherwise a max pass of 4 float4 a thread a round and a split pass of 2 words.
 // The same values as i4m_stage (the max is exact in any order; words are independent).
 __device__ __forceinline__ float i4m_stage_batched(const float* x, int k, int words, uint4* xs,
                                                    float* scratch) {

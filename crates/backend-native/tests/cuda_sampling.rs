@@ -136,7 +136,7 @@ fn device_choice_gives_the_host_choice_tokens_on_every_fixture() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// One call's answer: a token id, or logits as bits.
+/// Logits as their bits, so that answers compare exactly.
 fn bits(values: &[f32]) -> Vec<u32> {
     values.iter().map(|v| v.to_bits()).collect()
 }

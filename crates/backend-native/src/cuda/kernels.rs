@@ -144,6 +144,7 @@ impl Kernels {
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let decode_gemv = DecodeGemv::from_env();
+        let norm_into_gemv = std::env::var(shared::NORM_INTO_GEMV_ENV).is_ok_and(|v| v == "1");
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
         // at load).
         let resident = match decode_gemv {
@@ -154,9 +155,7 @@ impl Kernels {
             | DecodeGemv::SharedGlu
             | DecodeGemv::SharedAll => waves::resident_blocks(&device.ctx, &functions),
             // The norm fold's plan needs them too.
-            _ if std::env::var(shared::NORM_INTO_GEMV_ENV).is_ok_and(|v| v == "1") => {
-                waves::resident_blocks(&device.ctx, &functions)
-            }
+            _ if norm_into_gemv => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);
@@ -171,7 +170,7 @@ impl Kernels {
             resident,
             sms,
             shared_max,
-            norm_into_gemv: std::env::var(shared::NORM_INTO_GEMV_ENV).is_ok_and(|v| v == "1"),
+            norm_into_gemv,
             int4_mma,
         })
     }
@@ -715,12 +714,7 @@ impl Ops<'_> {
     /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        let plan = s.one_row_plan(
-            self.k.decode_gemv,
-            resident(decode_kernel(kind)),
-            resident(decode_pipe_kernel(kind)),
-        );
+        let plan = self.rule_plan(kind, s, self.k.decode_gemv);
         let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
             DecodeGemv::SharedAll => self.shared_plan(kind, s, plan),
@@ -728,6 +722,17 @@ impl Ops<'_> {
             DecodeGemv::SharedGlu if walked && s.glu >= 0 => self.shared_plan(kind, s, plan),
             _ => plan,
         }
+    }
+
+    /// The plan `rule` gives a one-row dense launch of `kind` with this device's resident block
+    /// counts (before any shared-memory entry is considered).
+    fn rule_plan(&self, kind: &'static str, s: &LinearShape, rule: DecodeGemv) -> OneRow {
+        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
+        s.one_row_plan(
+            rule,
+            resident(decode_kernel(kind)),
+            resident(decode_pipe_kernel(kind)),
+        )
     }
 
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
@@ -747,7 +752,7 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
         let shared = plan.shared_bytes(kind, &s);
-        if !self.one_row_fits(kind, &s, plan) {
+        if shared > self.shared_limit() {
             return Err(Error::Invalid {
                 what: "one-row linear",
                 why: format!("{s:?} with {plan:?} takes {shared} bytes of shared memory"),

@@ -109,18 +109,39 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
     if most == usize::MAX { 0 } else { most }
 }
 
-impl LinearShape {
-    /// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM
-    /// on `sms` SMs (false when either count is unknown).
-    fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
-        per_sm > 0 && sms > 0 && blocks <= per_sm * sms
-    }
+/// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM on
+/// `sms` SMs (false when either count is unknown).
+fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
+    per_sm > 0 && sms > 0 && blocks <= per_sm * sms
 }
 
 impl Ops<'_> {
+    /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
+    /// them into, at least the 48 KB every block may take.
+    pub(super) fn shared_limit(&self) -> usize {
+        self.k.shared_max.max(48 * 1024)
+    }
+
     /// Whether a block of `plan` for `kind` over `s` gets the shared memory it takes here.
     pub(crate) fn one_row_fits(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
-        plan.shared_bytes(kind, s) <= self.k.shared_max.max(48 * 1024)
+        plan.shared_bytes(kind, s) <= self.shared_limit()
+    }
+
+    /// Whether `blocks` blocks of `entry`, `bytes` of dynamic shared memory each, get that
+    /// memory and are all resident on the device at once (the occupancy query's answer).
+    fn all_resident(&self, entry: &'static str, bytes: usize, blocks: usize) -> bool {
+        let Some(f) = self
+            .k
+            .functions
+            .get(entry)
+            .filter(|_| bytes <= self.shared_limit())
+        else {
+            return false;
+        };
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
+            .map_or(0, |n| n as usize);
+        one_wave(blocks, per_sm, self.k.sms)
     }
 
     /// The plan of a one-row launch of `kind` over `s` that folds the norm before it (with a
@@ -137,21 +158,11 @@ impl Ops<'_> {
         if !self.k.norm_into_gemv || s.m != 1 || norm_threads(s.k) > 32 * DEC_WARPS {
             return None;
         }
-        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        let plan = s.one_row_plan(
-            DecodeGemv::Pipe,
-            resident(super::decode_kernel(kind)),
-            resident(super::decode_pipe_kernel(kind)),
-        );
+        let plan = self.rule_plan(kind, s, DecodeGemv::Pipe);
         let bytes = fold_bytes(kind, s, plan.split, bias);
-        if plan.via != RowKernel::Walk || bytes > self.k.shared_max.max(48 * 1024) {
-            return None;
-        }
-        let f = self.k.functions.get(shared_norm_kernel(kind))?;
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
-            .map_or(0, |n| n as usize);
-        LinearShape::one_wave(s.decode_blocks(plan.split), per_sm, self.k.sms).then_some(OneRow {
+        let blocks = s.decode_blocks(plan.split);
+        let walked = plan.via == RowKernel::Walk;
+        (walked && self.all_resident(shared_norm_kernel(kind), bytes, blocks)).then_some(OneRow {
             via: RowKernel::Shared,
             split: plan.split,
         })
@@ -175,7 +186,7 @@ impl Ops<'_> {
         let at = self.one_row_frame("one-row linear with its norm", entry, &s, plan)?;
         let threads = norm_threads(s.k);
         let bytes = fold_bytes(kind, &s, plan.split, fold.bias != 0);
-        if threads > 32 * DEC_WARPS || bytes > self.k.shared_max.max(48 * 1024) {
+        if threads > 32 * DEC_WARPS || bytes > self.shared_limit() {
             return Err(Error::Invalid {
                 what: "one-row linear with its norm",
                 why: format!("{s:?} with {plan:?}: {threads} norm threads, {bytes} bytes"),
@@ -213,17 +224,8 @@ impl Ops<'_> {
             via: RowKernel::Shared,
             split: plan.split,
         };
-        if !self.one_row_fits(kind, s, shared) {
-            return plan;
-        }
         let bytes = shared.shared_bytes(kind, s);
-        let Some(f) = self.k.functions.get(shared_kernel(kind)) else {
-            return plan;
-        };
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
-            .map_or(0, |n| n as usize);
-        if LinearShape::one_wave(s.decode_blocks(plan.split), per_sm, self.k.sms) {
+        if self.all_resident(shared_kernel(kind), bytes, s.decode_blocks(plan.split)) {
             shared
         } else {
             plan
@@ -274,10 +276,10 @@ mod tests {
 
     #[test]
     fn one_wave_needs_every_block_resident() {
-        assert!(LinearShape::one_wave(1216, 12, 132));
-        assert!(!LinearShape::one_wave(1216, 9, 132));
-        assert!(!LinearShape::one_wave(10, 0, 132));
-        assert!(!LinearShape::one_wave(10, 4, 0));
+        assert!(one_wave(1216, 12, 132));
+        assert!(!one_wave(1216, 9, 132));
+        assert!(!one_wave(10, 0, 132));
+        assert!(!one_wave(10, 4, 0));
     }
 
     #[test]

@@ -3,11 +3,6 @@
 // lane's whole share of its columns into shared memory (a family of its own, so that its
 // entries cannot change how NVRTC compiles gemv.cu's: adding them there did, round 17).
 
-// Asks L1 for the line holding p (a hint: no value is read, nothing waits for it).
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-}
-
 // ---- One row, every weight in flight before the wait ------------------------------------------
 //
 // gemv_decode_shared_*: the lanes, units, products and order of gemv_decode_* at the same split
@@ -18,10 +13,11 @@ __device__ __forceinline__ void prefetch_l1(const void* p) {
 // norm, the decode attention) runs, and the register file no longer bounds the bytes in flight
 // (H200: ~128 KB of loads an SM in registers against 228 KB of shared memory). The host sizes
 // the shared memory (`slots_bytes` in src/cuda/kernels/shared.rs: DEC_WARPS * DEC_COLS *
-// slots * H * 512 bytes, slots = ceil(units / (32 * split))) and takes this entry only where
-// every block is resident (`GENAI_BRIDGE_DECODE_GEMV=shared`). Slot (column j, unit i, piece h)
-// of a lane sits at ((warp * DEC_COLS + j) * slots + i) * H + h) * 32 + lane, so a warp's
-// 16-byte reads of one slot row are contiguous. Each lane reads only its own slots: waiting for its own copies is
+// slots * H * 512 bytes, slots = ceil(units / (32 * split))) and takes this entry, by default,
+// for the launches gemv_decode_* cannot have wholly in flight, where every block is resident
+// (`Ops::one_row_plan`). Slot (column j, unit i, piece h) of a lane sits at
+// ((warp * DEC_COLS + j) * slots + i) * H + h) * 32 + lane, so a warp's 16-byte reads of one
+// slot row are contiguous. Each lane reads only its own slots: waiting for its own copies is
 // enough, no barrier. Rows that are not 16-byte aligned are copied through registers.
 #define SHARED_X_BATCH 2  // units whose x values a lane reads before their products
 // The norm-folding entries hold the norm's values in registers too (48 registers at 10 blocks;
@@ -51,13 +47,6 @@ struct FoldNorm {
     float eps;
     int rms, act, threads;
 };
-// SHARED_X_L1=1 (a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES, off, not yet measured): each
-// lane asks L1 for its x units right after the wait, before waiting for its weights. Round 17
-// measured the kernel without it 10% slower on Qwen2.5-1.5B, whose down projection gives a lane
-// 9 units: 5 batches of x reads, each waiting for the L2, after its weights have landed.
-#ifndef SHARED_X_L1
-#define SHARED_X_L1 0
-#endif
 // Blocks an SM should hold (registers: 40 with the batch of 2, no spills; 4 spills at 12)
 #define SHARED_MIN_BLOCKS 12
 
@@ -143,15 +132,6 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
         for (int i = k + t; i < units * 8; i += blockDim.x) staged[i] = 0.0f;
         __syncthreads();
     }
-#if SHARED_X_L1
-    // The lane's x units go to L1 while its weights arrive: the batches below then wait for
-    // L1, not the L2 (one batch after another; a lane walks up to `slots` units).
-    for (int i = 0; i < slots; i++) {
-        int u = u0 + i * stride;
-        if (u >= units) break;
-        prefetch_l1(x + u * 8);
-    }
-#endif
     cp_async_wait<0>();
     float acc[DEC_COLS];
 #pragma unroll

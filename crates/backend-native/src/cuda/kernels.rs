@@ -152,8 +152,7 @@ impl Kernels {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedGlu
-            | DecodeGemv::SharedAll => waves::resident_blocks(&device.ctx, &functions),
+            | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
             // The norm fold's plan needs them too.
             _ if norm_into_gemv => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
@@ -198,7 +197,8 @@ fn staged_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// `waves`, `onewave`, `split` or `staged` (see [`DecodeGemv`]): an A/B switch for measurements.
+/// `pipe`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see [`DecodeGemv`]; unset or
+/// anything else: `Shared`): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// The one-row linear layers' kernel.
@@ -212,21 +212,21 @@ pub(crate) enum DecodeGemv {
     /// same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal against `Split`).
     Waves,
     /// As `Waves`, but rows that split would leave a warp [`PIPE_ROUNDS`] or more load rounds
-    /// go to the pipelined `gemv_decode_pipe_*` at its own split: the default (H200, same runs:
+    /// go to the pipelined `gemv_decode_pipe_*` at its own split (H200, same runs:
     /// Llama-3-8B fp16 206-208 → 231 tok/s, Qwen2.5-1.5B +2.5%; CUDA_NOTES round 10).
     Pipe,
     /// As `Pipe`, and rows whose walk takes two or more waves go to the pipelined kernel where
     /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
     /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
     OneWave,
-    /// As `Pipe`, and launches the rule gives the walk kernel whose blocks are all resident at
-    /// once with their weights in shared memory take `gemv_decode_shared_*` at the same split
-    /// (`kernels/shared.rs`).
+    /// As `Pipe`, and launches the rule gives the walk kernel that it cannot have wholly in
+    /// flight before its wait (two or more load rounds a warp, or more blocks than the device
+    /// holds at once) take `gemv_decode_shared_*` at the same split where all their blocks are
+    /// resident with their weights in shared memory (`kernels/shared.rs`): the default.
     Shared,
-    /// As `Shared` for GLU launches (the MLP's gate/up) only.
-    SharedGlu,
-    /// As `Shared` for the pipelined kernel's launches too (round 17: Qwen2.5-1.5B -10%).
-    SharedAll,
+    /// As `Shared` for every launch the rule gives the walk kernel (round 18: Qwen2.5-1.5B's
+    /// one-round qkv and o, -8.6%).
+    SharedWalk,
 }
 
 impl DecodeGemv {
@@ -236,10 +236,9 @@ impl DecodeGemv {
             Ok("split") => DecodeGemv::Split,
             Ok("waves") => DecodeGemv::Waves,
             Ok("onewave") => DecodeGemv::OneWave,
-            Ok("shared") => DecodeGemv::Shared,
-            Ok("shared-glu") => DecodeGemv::SharedGlu,
-            Ok("shared-all") => DecodeGemv::SharedAll,
-            _ => DecodeGemv::Pipe,
+            Ok("pipe") => DecodeGemv::Pipe,
+            Ok("shared-walk") => DecodeGemv::SharedWalk,
+            _ => DecodeGemv::Shared,
         }
     }
 }
@@ -717,9 +716,10 @@ impl Ops<'_> {
         let plan = self.rule_plan(kind, s, self.k.decode_gemv);
         let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
-            DecodeGemv::SharedAll => self.shared_plan(kind, s, plan),
-            DecodeGemv::Shared if walked => self.shared_plan(kind, s, plan),
-            DecodeGemv::SharedGlu if walked && s.glu >= 0 => self.shared_plan(kind, s, plan),
+            DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
+            DecodeGemv::Shared if walked && !self.walk_in_flight(kind, s, plan) => {
+                self.shared_plan(kind, s, plan)
+            }
             _ => plan,
         }
     }

@@ -1,6 +1,6 @@
 //! The one-row dense GEMV that copies every weight of a launch into shared memory before its
 //! wait (`gemv_decode_shared_*` in kernels/gemv_shared.cu): its shared-memory size, its set-up at load
-//! and the rule that takes it (`GENAI_BRIDGE_DECODE_GEMV=shared`, `shared-glu`, `shared-all`;
+//! and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`; `shared-walk`;
 //! which rows each offers: `Ops::one_row_plan`): a launch whose blocks are all resident at once,
 //! each holding its weights in shared memory, runs there at the split the default rule gave
 //! it, so its bits are the default's.
@@ -115,7 +115,28 @@ fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
     per_sm > 0 && sms > 0 && blocks <= per_sm * sms
 }
 
+impl LinearShape {
+    /// Whether `gemv_decode_*` at `split` has every weight of this launch in flight before its
+    /// wait on a device holding `resident` of its blocks: one load round a warp, every block
+    /// resident (an unknown count, 0: not). The shared entry then only adds its copies.
+    fn walk_in_flight(&self, split: usize, resident: usize) -> bool {
+        self.decode_rounds(split) == 1 && resident > 0 && self.decode_blocks(split) <= resident
+    }
+}
+
 impl Ops<'_> {
+    /// [`LinearShape::walk_in_flight`] for `plan`'s split with this device's resident count of
+    /// `kind`'s walk kernel.
+    pub(super) fn walk_in_flight(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
+        let resident = self
+            .k
+            .resident
+            .get(super::decode_kernel(kind))
+            .copied()
+            .unwrap_or(0);
+        s.walk_in_flight(plan.split, resident)
+    }
+
     /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
     /// them into, at least the 48 KB every block may take.
     pub(super) fn shared_limit(&self) -> usize {
@@ -247,6 +268,21 @@ mod tests {
         assert_eq!(slots_bytes(896, 1, 4), 2 * slots_bytes(896, 1, 2));
         // A row shorter than a unit still takes one slot a lane.
         assert_eq!(slots_bytes(3, 1, 2), 4 * 2 * 512);
+    }
+
+    #[test]
+    fn the_walk_keeps_one_round_single_wave_launches() {
+        // 924 blocks of `gemv_decode_f16` an H200 holds (132 SMs × 7).
+        let in_flight = |n, k, split| LinearShape::one_row(n, k, -1).walk_in_flight(split, 924);
+        // Qwen2.5-1.5B qkv (split 2: 512 blocks, one round) and o: the walk has them in flight.
+        assert!(in_flight(2048, 1536, 2));
+        assert!(in_flight(1536, 1536, 2));
+        // Qwen2.5-0.5B gate/up at split 1: 1,216 blocks, a second wave.
+        assert!(!in_flight(9728, 896, 1));
+        // Its down projection at split 4: 1,216 values a warp, two rounds.
+        assert!(!in_flight(896, 4864, 4));
+        // An unknown resident count: not known to be in flight.
+        assert!(!LinearShape::one_row(1152, 896, -1).walk_in_flight(2, 0));
     }
 
     #[test]

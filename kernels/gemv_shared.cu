@@ -49,15 +49,6 @@ struct FoldNorm {
 };
 // Blocks an SM should hold (registers: 40 with the batch of 2, no spills; 4 spills at 12)
 #define SHARED_MIN_BLOCKS 12
-// SHARED_STAGE_X (1 by default; 0 for round 17's form, an A/B switch the host mirrors in
-// `shared::stage_x`): the plain entries copy x into shared memory (cp.async) right after the
-// wait, so its reads overlap the weights' landing and take one L2 round trip whatever the
-// lane's units; without it a lane reads x from L2 after its weights have landed, a round
-// trip per batch of SHARED_X_BATCH units (round 18: Qwen2.5-1.5B's qkv and o, 3 units a lane,
-// lost 8.6% of a step on this entry against gemv_decode_f16).
-#ifndef SHARED_STAGE_X
-#define SHARED_STAGE_X 1
-#endif
 
 template <typename W, int KIND, bool NORM>
 __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
@@ -81,10 +72,9 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
     decode_columns(w, n, k, col0, wr, valid);
     uint4* mine = shared_slots + (size_t)warp * DEC_COLS * slots * H * 32 + lane;
     int u0 = part * 32 + lane;
-    // The staged row (units * 8 floats after the slots): x with SHARED_STAGE_X; with NORM the
-    // normed row, which first holds the norm's weight, and after it the norm's bias, both
-    // copied before the wait (no kernel writes them), as their own copy group ahead of the
-    // weights'.
+    // With NORM: the normed row's place (units * 8 floats after the slots), which first holds
+    // the norm's weight, and after it the norm's bias; both copied before the wait (no kernel
+    // writes them), as their own copy group ahead of the weights'.
     float* staged = (float*)(shared_slots + (size_t)DEC_WARPS * DEC_COLS * slots * H * 32);
     float* staged_bias = staged + units * 8;
     pdl_trigger();
@@ -113,11 +103,6 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
     }
     cp_async_commit();
     pdl_wait();
-    constexpr bool STAGE_X = !NORM && SHARED_STAGE_X;
-    if (STAGE_X) {
-        shared_row(staged, x, k);
-        cp_async_commit();
-    }
     if (NORM) {
         __shared__ float scratch[32];
         // This thread's copies of the norm's rows are done (the older group); the block sums'
@@ -148,24 +133,17 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
         __syncthreads();
     }
     cp_async_wait<0>();
-    if (STAGE_X) {
-        // Every thread's copies of x have landed (each waited for its own): after the barrier
-        // all are visible; zeros past k, where the last unit's weights are zero too.
-        for (int i = k + threadIdx.x; i < units * 8; i += blockDim.x) staged[i] = 0.0f;
-        __syncthreads();
-    }
     float acc[DEC_COLS];
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
     for (int i0 = 0; i0 < slots; i0 += SHARED_X_BATCH) {
-        // A batch's x values are read before any product, so its reads wait once (for L2
-        // when x is not staged).
+        // A batch's x values are read before any product, so its reads wait for L2 once.
         float xv[SHARED_X_BATCH][8];
 #pragma unroll
         for (int b = 0; b < SHARED_X_BATCH; b++) {
             int u = u0 + (i0 + b) * stride;
             if (i0 + b < slots && u < units)
-                x_unit(staged, 0, x, 0, 0, u * 8, k, NORM || STAGE_X, xvec, xv[b]);
+                x_unit(staged, 0, x, 0, 0, u * 8, k, NORM, xvec, xv[b]);
         }
 #pragma unroll
         for (int b = 0; b < SHARED_X_BATCH; b++) {

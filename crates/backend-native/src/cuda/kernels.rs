@@ -317,7 +317,7 @@ impl OneRow {
     /// Bytes of dynamic shared memory a launch of this plan for `kind` over `s` takes.
     pub(crate) fn shared_bytes(&self, kind: &'static str, s: &LinearShape) -> usize {
         match self.via {
-            RowKernel::Shared => shared::plain_bytes(kind, s, self.split),
+            RowKernel::Shared => shared::slots_bytes(s.k, self.split, weight_bytes(kind)),
             RowKernel::Walk | RowKernel::Pipe => 0,
         }
     }

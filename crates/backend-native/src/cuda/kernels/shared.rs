@@ -72,27 +72,6 @@ pub(super) fn shared_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// Whether the plain shared entries stage x in shared memory after the slots (the kernel's
-/// `SHARED_STAGE_X`, on unless `GENAI_BRIDGE_NVRTC_DEFINES` sets it to 0).
-fn stage_x() -> bool {
-    static STAGE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *STAGE.get_or_init(|| {
-        crate::cuda::compile::define_value("SHARED_STAGE_X").is_none_or(|v| v != "0")
-    })
-}
-
-/// Bytes of dynamic shared memory a block of `gemv_decode_shared_*` takes for `kind` over `s`
-/// at `split`: the slots, and the staged x row (k rounded up to whole units) unless
-/// `SHARED_STAGE_X=0`.
-pub(super) fn plain_bytes(kind: &'static str, s: &LinearShape, split: usize) -> usize {
-    let row = if stage_x() {
-        4 * s.k.next_multiple_of(8)
-    } else {
-        0
-    };
-    slots_bytes(s.k, split, weight_bytes(kind)) + row
-}
-
 /// Bytes of dynamic shared memory a block of `gemv_decode_shared_*` takes for rows of `k`
 /// values of `weight_bytes` bytes at `split`: every lane's slots (16 bytes per piece, a piece
 /// per 8 values of f16/bf16, two of f32) for each column of each warp.
@@ -289,19 +268,6 @@ mod tests {
         assert_eq!(slots_bytes(896, 1, 4), 2 * slots_bytes(896, 1, 2));
         // A row shorter than a unit still takes one slot a lane.
         assert_eq!(slots_bytes(3, 1, 2), 4 * 2 * 512);
-    }
-
-    #[test]
-    fn plain_blocks_stage_x_after_their_slots() {
-        // Qwen2.5-0.5B gate/up at split 1: 16 KB of slots and the 896 values of x.
-        let s = LinearShape::one_row(9728, 896, 0);
-        assert_eq!(plain_bytes("gemv_f16", &s, 1), 16 * 1024 + 896 * 4);
-        // A row that is not whole units stages whole units (zeros past k).
-        let odd = LinearShape::one_row(64, 100, -1);
-        assert_eq!(
-            plain_bytes("gemv_f32", &odd, 1),
-            slots_bytes(100, 1, 4) + 104 * 4
-        );
     }
 
     #[test]

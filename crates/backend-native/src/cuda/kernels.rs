@@ -219,14 +219,13 @@ pub(crate) enum DecodeGemv {
     /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
     /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
     OneWave,
-    /// As `Pipe`, and launches the rule gives the walk kernel take `gemv_decode_shared_*` at
-    /// the same split where all their blocks are resident with their weights in shared memory
-    /// (`kernels/shared.rs`), unless the walk has every weight in flight before its wait and a
-    /// lane of the shared entry would read x in more than one batch (`Ops::shared_gains`): the
-    /// default (CUDA_NOTES round 18).
+    /// As `Pipe`, and launches the rule gives the walk kernel that it cannot have wholly in
+    /// flight before its wait (two or more load rounds a warp, or more blocks than the device
+    /// holds at once) take `gemv_decode_shared_*` at the same split where all their blocks are
+    /// resident with their weights in shared memory (`kernels/shared.rs`): the default.
     Shared,
     /// As `Shared` for every launch the rule gives the walk kernel (round 18: Qwen2.5-1.5B's
-    /// one-round qkv and o, 3 units a lane, -8.6%).
+    /// one-round qkv and o, -8.6%).
     SharedWalk,
 }
 
@@ -718,7 +717,7 @@ impl Ops<'_> {
         let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
             DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
-            DecodeGemv::Shared if walked && self.shared_gains(kind, s, plan) => {
+            DecodeGemv::Shared if walked && !self.walk_in_flight(kind, s, plan) => {
                 self.shared_plan(kind, s, plan)
             }
             _ => plan,

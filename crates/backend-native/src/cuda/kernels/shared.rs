@@ -115,49 +115,26 @@ fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
     per_sm > 0 && sms > 0 && blocks <= per_sm * sms
 }
 
-/// Units whose x values a lane of `gemv_decode_shared_*` reads before their products
-/// (`SHARED_X_BATCH`).
-const X_BATCH: usize = 2;
-
 impl LinearShape {
     /// Whether `gemv_decode_*` at `split` has every weight of this launch in flight before its
     /// wait on a device holding `resident` of its blocks: one load round a warp, every block
-    /// resident (an unknown count, 0: not).
+    /// resident (an unknown count, 0: not). The shared entry then only adds its copies.
     fn walk_in_flight(&self, split: usize, resident: usize) -> bool {
         self.decode_rounds(split) == 1 && resident > 0 && self.decode_blocks(split) <= resident
-    }
-
-    /// Batches of x reads a lane of `gemv_decode_shared_*` makes at `split`, one after another
-    /// and only once its weights have landed.
-    fn shared_x_batches(&self, split: usize) -> usize {
-        self.k
-            .div_ceil(8)
-            .div_ceil(32 * split.max(1))
-            .div_ceil(X_BATCH)
-    }
-
-    /// Whether the shared entry should beat the walk kernel at `split` (with `resident` walk
-    /// blocks a device): where the walk cannot have every weight in flight before its wait, or
-    /// where a lane reads its x in one batch. Measured on the H200 (round 18, same runs):
-    /// Qwen2.5-0.5B's qkv, o, gate/up and down on the shared entry +6.1%, its gate/up and down
-    /// alone (the walk's second wave, two rounds) +2.9%; Qwen2.5-1.5B's one-wave, one-round
-    /// qkv and o, whose lanes read x in two batches, -8.6%.
-    fn shared_gains(&self, split: usize, resident: usize) -> bool {
-        !self.walk_in_flight(split, resident) || self.shared_x_batches(split) == 1
     }
 }
 
 impl Ops<'_> {
-    /// [`LinearShape::shared_gains`] for `plan`'s split with this device's resident count of
+    /// [`LinearShape::walk_in_flight`] for `plan`'s split with this device's resident count of
     /// `kind`'s walk kernel.
-    pub(super) fn shared_gains(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
+    pub(super) fn walk_in_flight(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
         let resident = self
             .k
             .resident
             .get(super::decode_kernel(kind))
             .copied()
             .unwrap_or(0);
-        s.shared_gains(plan.split, resident)
+        s.walk_in_flight(plan.split, resident)
     }
 
     /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
@@ -294,23 +271,18 @@ mod tests {
     }
 
     #[test]
-    fn the_shared_entry_takes_what_the_walk_cannot_hold_or_one_x_batch() {
+    fn the_walk_keeps_one_round_single_wave_launches() {
         // 924 blocks of `gemv_decode_f16` an H200 holds (132 SMs × 7).
-        let gains = |n, k, split| LinearShape::one_row(n, k, -1).shared_gains(split, 924);
-        // Qwen2.5-1.5B qkv (split 2: 512 blocks, one round) and o: the walk has them in
-        // flight, and a lane's 3 units read x in two batches.
-        assert_eq!(LinearShape::one_row(2048, 1536, -1).shared_x_batches(2), 2);
-        assert!(!gains(2048, 1536, 2));
-        assert!(!gains(1536, 1536, 2));
-        // Qwen2.5-0.5B qkv and o (split 2): in flight too, but 2 units a lane, one batch.
-        assert!(gains(1152, 896, 2));
-        assert!(gains(896, 896, 2));
-        // Its gate/up at split 1: 1,216 blocks, a second wave of the walk.
-        assert!(gains(9728, 896, 1));
+        let in_flight = |n, k, split| LinearShape::one_row(n, k, -1).walk_in_flight(split, 924);
+        // Qwen2.5-1.5B qkv (split 2: 512 blocks, one round) and o: the walk has them in flight.
+        assert!(in_flight(2048, 1536, 2));
+        assert!(in_flight(1536, 1536, 2));
+        // Qwen2.5-0.5B gate/up at split 1: 1,216 blocks, a second wave.
+        assert!(!in_flight(9728, 896, 1));
         // Its down projection at split 4: 1,216 values a warp, two rounds.
-        assert!(gains(896, 4864, 4));
-        // An unknown resident count: the walk is not known to hold it.
-        assert!(LinearShape::one_row(2048, 1536, -1).shared_gains(2, 0));
+        assert!(!in_flight(896, 4864, 4));
+        // An unknown resident count: not known to be in flight.
+        assert!(!LinearShape::one_row(1152, 896, -1).walk_in_flight(2, 0));
     }
 
     #[test]

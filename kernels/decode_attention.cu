@@ -55,13 +55,7 @@
 #define DA_HEADS 2          // query heads per block at most (da_heads)
 #define DA_KEYS 4           // keys per warp per pass
 #define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
-#ifndef DA_GROUP
 #define DA_GROUP 8          // splits per merge group (the cluster width)
-#endif
-// DA_GROUP=16 (a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES, not yet measured; the host reads
-// the same define): non-portable clusters of 16 blocks, so one pass a split up to 512 positions
-// (round 17: fewer splits with more passes each lost on every shape).
-static_assert(DA_GROUP == 8 || DA_GROUP == 16, "DA_GROUP");
 #define DA_MAX_SPLITS 64    // splits per row at most (`gs` on the host is at most this)
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
@@ -177,19 +171,18 @@ __device__ __forceinline__ float reduce_scatter(float (&v)[M], int lane) {
     return r;
 }
 
-// Merges `count` (<= N) partials (max m, sum l, value a) in index order. A partial with
+// Merges `count` (<= 8) partials (max m, sum l, value a) in index order. A partial with
 // m = -inf (no keys) weighs 0; at least one must have keys.
-template <int N>
-__device__ __forceinline__ void da_merge(const float (&m)[N], const float (&l)[N],
-                                         const float (&a)[N], int count, float& mo, float& lo,
+__device__ __forceinline__ void da_merge(const float (&m)[8], const float (&l)[8],
+                                         const float (&a)[8], int count, float& mo, float& lo,
                                          float& ao) {
     float mx = NEG_INF;
 #pragma unroll
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < 8; i++)
         if (i < count) mx = fmaxf(mx, m[i]);
     float ls = 0.0f, as = 0.0f;
 #pragma unroll
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < 8; i++) {
         if (i < count) {
             float w = expf(m[i] - mx);
             ls = fmaf(w, l[i], ls);
@@ -544,7 +537,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         if (e < hg * hs) {
             int h = e / hs, d = e - h * hs;
             u32 base = smem_u32(bpart);
-            float m[DA_GROUP], l[DA_GROUP], a[DA_GROUP];
+            float m[8], l[8], a[8];
 #pragma unroll
             for (int i = 0; i < DA_GROUP; i++) {
                 m[i] = NEG_INF;
@@ -630,7 +623,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             ga[c] = 0.0f;
             if (c < lay.groups) {
                 int first = c * DA_GROUP, count = min(DA_GROUP, lay.splits - first);
-                float m[DA_GROUP], l[DA_GROUP], a[DA_GROUP];
+                float m[8], l[8], a[8];
 #pragma unroll
                 for (int i = 0; i < DA_GROUP; i++) {
                     m[i] = NEG_INF;

@@ -8,21 +8,8 @@ use cudarc::driver::{CudaFunction, sys};
 
 /// Positions one block pass covers (`DA_PASS`: 8 warps of `DA_KEYS` = 4 keys).
 const PASS: usize = 32;
-/// Splits merged per group by default: the cluster width (`DA_GROUP`).
+/// Splits merged per group: the cluster width (`DA_GROUP`).
 pub(crate) const GROUP: usize = 8;
-/// The widest group (`DA_GROUP=16`, a tuning switch: non-portable clusters).
-const WIDE_GROUP: usize = 16;
-
-/// The group width the kernels are compiled with: [`GROUP`], or 16 where
-/// GENAI_BRIDGE_NVRTC_DEFINES sets `DA_GROUP=16` (one pass a split up to 512 positions, in
-/// clusters of 16 blocks). The kernel refuses other values at compile time.
-pub(crate) fn group() -> usize {
-    static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *WIDTH.get_or_init(|| {
-        let wide = crate::cuda::compile::define_value("DA_GROUP").as_deref() == Some("16");
-        if wide { WIDE_GROUP } else { GROUP }
-    })
-}
 /// Splits per row at most (`DA_MAX_SPLITS`).
 pub(crate) const MAX_SPLITS: usize = 64;
 /// Passes per split while the splits number at most [`MAX_SPLITS`] (`DA_STAGED`).
@@ -41,7 +28,7 @@ const WARPS: usize = 8;
 pub const DECODE_CLUSTER_ENV: &str = "GENAI_BRIDGE_DECODE_CLUSTER";
 
 /// How the kernel splits `n` attended positions (`da_layout`): `passes` of 32 positions per
-/// split, `splits` blocks, `groups` of up to [`group`] consecutive splits.
+/// split, `splits` blocks, `groups` of up to 8 consecutive splits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DecodeLayout {
     pub passes: usize,
@@ -49,17 +36,16 @@ pub(crate) struct DecodeLayout {
     pub groups: usize,
 }
 
-/// The split layout for `n >= 1` positions in groups of `group` splits (the kernel's
-/// `da_layout`): one pass per split while one group covers `n`, two up to twice that (still one
-/// group: 512 positions with groups of 8), more only past [`MAX_SPLITS`] splits.
-fn layout_in(n: usize, group: usize) -> DecodeLayout {
+/// The split layout for `n >= 1` positions: one pass per split while 8 splits cover `n`, two up
+/// to 512 positions (still one group), more only past [`MAX_SPLITS`] splits.
+pub(crate) fn decode_layout(n: usize) -> DecodeLayout {
     let pt = n.max(1).div_ceil(PASS);
-    let passes = pt.div_ceil(group).min(STAGED).max(pt.div_ceil(MAX_SPLITS));
+    let passes = pt.div_ceil(GROUP).min(STAGED).max(pt.div_ceil(MAX_SPLITS));
     let splits = pt.div_ceil(passes);
     DecodeLayout {
         passes,
         splits,
-        groups: splits.div_ceil(group),
+        groups: splits.div_ceil(GROUP),
     }
 }
 
@@ -68,14 +54,9 @@ fn layout_in(n: usize, group: usize) -> DecodeLayout {
 /// count is not monotonic (8 splits at 256 positions, 5 at 257; 64 at 4096, 43 at 4097) but
 /// grows within each regime, so the most is at the end of the first two regimes reached.
 pub(crate) fn decode_splits(capacity: usize) -> usize {
-    splits_in(capacity, group())
-}
-
-/// [`decode_splits`] for groups of `group` splits.
-fn splits_in(capacity: usize, group: usize) -> usize {
-    let one_pass = group * PASS;
+    let one_pass = GROUP * PASS;
     let staged = MAX_SPLITS * STAGED * PASS;
-    let at = |n: usize| layout_in(capacity.min(n), group).splits;
+    let at = |n: usize| decode_layout(capacity.min(n)).splits;
     at(one_pass).max(at(staged))
 }
 
@@ -183,33 +164,26 @@ impl DecodeDevice {
             let stage = device
                 .mode(256)
                 .map_or(0, |m| decode_stage_bytes(256, m.ring));
-            device.cluster = clusters_fit(f, stage, group());
+            device.cluster = clusters_fit(f, stage);
         }
         device
     }
 }
 
-/// Whether at least one cluster of `width` blocks with `stage` bytes of dynamic shared memory
-/// each can be resident (past 8 blocks, once the function allows non-portable clusters).
-fn clusters_fit(f: &CudaFunction, stage: usize, width: usize) -> bool {
-    use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
-    let (Ok(shared), Ok(width)) = (u32::try_from(stage), u32::try_from(width)) else {
+/// Whether at least one cluster of [`GROUP`] blocks with `stage` bytes of dynamic shared
+/// memory each can be resident.
+fn clusters_fit(f: &CudaFunction, stage: usize) -> bool {
+    let Ok(shared) = u32::try_from(stage) else {
         return false;
     };
-    if width > 8
-        && f.set_attribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
-            .is_err()
-    {
-        return false;
-    }
     // SAFETY: an all-zero attribute is a valid value of this plain C union.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = width;
+    attr.value.clusterDim.x = GROUP as u32;
     attr.value.clusterDim.y = 1;
     attr.value.clusterDim.z = 1;
     let config = sys::CUlaunchConfig {
-        gridDimX: width,
+        gridDimX: GROUP as u32,
         gridDimY: 1,
         gridDimZ: 1,
         blockDimX: THREADS,
@@ -231,14 +205,9 @@ fn clusters_fit(f: &CudaFunction, stage: usize, width: usize) -> bool {
 /// Grid of a launch for a cache of `capacity` positions: split blocks (a multiple of the
 /// cluster width with clusters) by block rows.
 pub(crate) fn decode_grid(capacity: usize, rows: usize, cluster: bool) -> (usize, usize) {
-    grid_in(capacity, rows, cluster, group())
-}
-
-/// [`decode_grid`] for groups of `group` splits.
-fn grid_in(capacity: usize, rows: usize, cluster: bool, group: usize) -> (usize, usize) {
-    let splits = splits_in(capacity, group);
+    let splits = decode_splits(capacity);
     let x = if cluster {
-        splits.next_multiple_of(group)
+        splits.next_multiple_of(GROUP)
     } else {
         splits
     };
@@ -355,7 +324,7 @@ impl Ops<'_> {
             super::param(&ring),
             super::param(&cluster),
         ];
-        let width = if mode.cluster { group() as u32 } else { 1 };
+        let width = if mode.cluster { GROUP as u32 } else { 1 };
         // SAFETY: the arguments match `attention_decode_f32`'s C signature in order and type;
         // `part` and `counts` were checked against the slots and rows the grid uses, the other
         // addresses are the caller's live buffers sized for these dimensions, the dynamic
@@ -379,28 +348,8 @@ mod tests {
     use super::*;
 
     fn layout(n: usize) -> (usize, usize, usize) {
-        let l = layout_in(n, GROUP);
+        let l = decode_layout(n);
         (l.passes, l.splits, l.groups)
-    }
-
-    #[test]
-    fn groups_of_16_take_one_pass_a_split_up_to_512_positions() {
-        let wide = |n| {
-            let l = layout_in(n, WIDE_GROUP);
-            (l.passes, l.splits, l.groups)
-        };
-        assert_eq!(wide(256), (1, 8, 1));
-        assert_eq!(wide(257), (1, 9, 1)); // where groups of 8 take two passes
-        assert_eq!(wide(512), (1, 16, 1));
-        assert_eq!(wide(513), (2, 9, 1));
-        assert_eq!(wide(1024), (2, 16, 1));
-        assert_eq!(wide(1025), (2, 17, 2));
-        assert_eq!(wide(4096), (2, 64, 4));
-        assert_eq!(grid_in(100, 2, true, WIDE_GROUP), (16, 2)); // whole clusters of 16
-        assert_eq!(grid_in(600, 2, true, WIDE_GROUP), (16, 2));
-        // 1,100 positions: 18 splits of 2 passes, two clusters of 16.
-        assert_eq!(grid_in(1100, 2, true, WIDE_GROUP), (32, 2));
-        assert_eq!(grid_in(1100, 2, false, WIDE_GROUP), (18, 2));
     }
 
     #[test]
@@ -422,20 +371,16 @@ mod tests {
 
     #[test]
     fn every_split_has_positions_and_the_splits_stay_bounded() {
-        for (group, n) in [GROUP, WIDE_GROUP]
-            .into_iter()
-            .flat_map(|g| (1..=70_000).map(move |n| (g, n)))
-        {
-            let l = layout_in(n, group);
+        for n in 1..=70_000 {
+            let l = decode_layout(n);
             let per = l.passes * PASS;
             assert!(
                 l.splits * per >= n && (l.splits - 1) * per < n,
                 "n {n}: {l:?}"
             );
-            // The kernel merges at most 8 groups (its group-level arrays).
-            assert!(l.splits <= MAX_SPLITS && l.groups <= 8, "n {n}: {l:?}");
-            assert_eq!(l.groups, l.splits.div_ceil(group));
-            assert_eq!(l.groups == 1, n <= group * STAGED * PASS, "n {n}");
+            assert!(l.splits <= MAX_SPLITS && l.groups <= GROUP, "n {n}: {l:?}");
+            assert_eq!(l.groups, l.splits.div_ceil(GROUP));
+            assert_eq!(l.groups == 1, n <= 512, "n {n}");
             assert_eq!(l.splits == 1, n <= 32, "n {n}");
             assert!(
                 l.passes <= STAGED || l.splits * (l.passes - 1) * PASS < n,
@@ -446,19 +391,17 @@ mod tests {
 
     #[test]
     fn the_grid_covers_every_length_up_to_the_capacity() {
-        for group in [GROUP, WIDE_GROUP] {
-            let mut most = 0;
-            for cap in 1..=20_000 {
-                most = most.max(layout_in(cap, group).splits);
-                assert_eq!(splits_in(cap, group), most, "capacity {cap}");
-            }
-            assert_eq!(splits_in(1 << 20, group), MAX_SPLITS);
+        let mut most = 0;
+        for cap in 1..=20_000 {
+            most = most.max(decode_layout(cap).splits);
+            assert_eq!(decode_splits(cap), most, "capacity {cap}");
         }
-        assert_eq!(grid_in(100, 2, false, GROUP), (4, 2));
-        assert_eq!(grid_in(100, 2, true, GROUP), (8, 2)); // whole clusters
-        assert_eq!(grid_in(400, 4, true, GROUP), (8, 4));
-        assert_eq!(grid_in(4096, 2, true, GROUP), (64, 2));
-        assert_eq!(grid_in(600, 2, true, GROUP), (16, 2));
+        assert_eq!(decode_splits(1 << 20), MAX_SPLITS);
+        assert_eq!(decode_grid(100, 2, false), (4, 2));
+        assert_eq!(decode_grid(100, 2, true), (8, 2)); // whole clusters
+        assert_eq!(decode_grid(400, 4, true), (8, 4));
+        assert_eq!(decode_grid(4096, 2, true), (64, 2));
+        assert_eq!(decode_grid(600, 2, true), (16, 2));
     }
 
     /// The kernel's key assignment (split s starts at `lo + s * passes * 32`, warp w's keys of
@@ -470,7 +413,7 @@ mod tests {
         for n in (1..=600).chain([1000, 2047, 2048, 4096, 4097, 5000]) {
             let p = n + 17; // a window leaves positions 0..lo out
             let lo = p + 1 - n;
-            let l = layout_in(n, GROUP);
+            let l = decode_layout(n);
             let mut seen = vec![0u8; n];
             for s in 0..l.splits {
                 let s0 = lo + s * l.passes * PASS;

@@ -100,7 +100,7 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
-// ---- The skip-norm's arithmetic (norm.cu, and the norm gemv_decode_shared_norm_* folds in) ---
+// ---- The skip-norm's arithmetic (norm.cu) ------------------------------------------------------
 //
 // Value j of thread t is row index t + j * threads (NORM_VALUES a thread). s = x + round(delta)
 // goes to v (zero past the row, and with PARTIAL on threads t >= threads); the returned pair is

@@ -9,8 +9,8 @@
 #     DIR       holds genai-bridge, cuda_kernels, cuda_parity and cuda_sampling (carry_h200.sh)
 #     NAME:SPEC  NVRTC defines, e.g. "copy:I4M_SPLIT_COPY=1 pipe:I4M_PIPE=1+I4M_ROUND=2" ('+'
 #               joins several), or environment variables when SPEC starts with GENAI_BRIDGE_,
-#               e.g. "shared:GENAI_BRIDGE_DECODE_GEMV=shared
-#               fold:GENAI_BRIDGE_DECODE_GEMV=shared,GENAI_BRIDGE_NORM_INTO_GEMV=1" (',' joins
+#               e.g. "walk:GENAI_BRIDGE_DECODE_GEMV=shared-walk
+#               wide:GENAI_BRIDGE_INT4_MMA=wide,GENAI_BRIDGE_INT4_SPLIT_X=1" (',' joins
 #               several; defines among them as GENAI_BRIDGE_NVRTC_DEFINES=A=1+B=2)
 # Environment: SHAPES ("qwen2.5-0.5b qwen2.5-1.5b llama3-8b"), PRECISION (fp16), ROUNDS (2),
 # STAGES ("make kernels ab"; also "parity": cuda_parity and cuda_sampling under each variant),

@@ -22,7 +22,6 @@ pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use rows::ARGMAX_PARTS;
-pub(crate) use shared::NormFold;
 
 /// A device address (0 for an absent optional argument).
 pub(crate) type DevPtr = u64;
@@ -46,9 +45,6 @@ pub(crate) struct Kernels {
     /// take here (0: none; `kernels/shared.rs`).
     sms: usize,
     shared_max: usize,
-    /// Whether decode-step skip-norms fold into the linear after them where it can take them
-    /// (`GENAI_BRIDGE_NORM_INTO_GEMV=1`; `Ops::fold_plan`).
-    pub norm_into_gemv: bool,
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
@@ -144,7 +140,6 @@ impl Kernels {
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let decode_gemv = DecodeGemv::from_env();
-        let norm_into_gemv = std::env::var(shared::NORM_INTO_GEMV_ENV).is_ok_and(|v| v == "1");
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
         // at load).
         let resident = match decode_gemv {
@@ -153,8 +148,6 @@ impl Kernels {
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
             | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
-            // The norm fold's plan needs them too.
-            _ if norm_into_gemv => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);
@@ -169,7 +162,6 @@ impl Kernels {
             resident,
             sms,
             shared_max,
-            norm_into_gemv,
             int4_mma,
         })
     }
@@ -713,7 +705,12 @@ impl Ops<'_> {
     /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        let plan = self.rule_plan(kind, s, self.k.decode_gemv);
+        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
+        let plan = s.one_row_plan(
+            self.k.decode_gemv,
+            resident(decode_kernel(kind)),
+            resident(decode_pipe_kernel(kind)),
+        );
         let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
             DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
@@ -722,17 +719,6 @@ impl Ops<'_> {
             }
             _ => plan,
         }
-    }
-
-    /// The plan `rule` gives a one-row dense launch of `kind` with this device's resident block
-    /// counts (before any shared-memory entry is considered).
-    fn rule_plan(&self, kind: &'static str, s: &LinearShape, rule: DecodeGemv) -> OneRow {
-        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        s.one_row_plan(
-            rule,
-            resident(decode_kernel(kind)),
-            resident(decode_pipe_kernel(kind)),
-        )
     }
 
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,

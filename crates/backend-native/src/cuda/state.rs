@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, NormFold, OneRow, Ops, split_bytes};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops, split_bytes};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -27,9 +27,6 @@ pub(crate) struct Buffers {
     pub step: DevBuf<i32>,
     pub ids: DevBuf<i32>,
     x: DevBuf<f32>,
-    /// One row: where a norm folded into the linear after it writes the new residual while
-    /// that linear's blocks read the old one from `x` (and back).
-    x_alt: DevBuf<f32>,
     normed: DevBuf<f32>,
     delta: DevBuf<f32>,
     qkv: DevBuf<f32>,
@@ -109,7 +106,7 @@ impl Sizes {
             + model.vocab
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
-            + 2 * model.hidden
+            + model.hidden
             + 13;
         4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
@@ -165,8 +162,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             0
         },
     };
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 2 * d.hidden + 13) as u64
-        + gemm.bytes() as u64
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + d.hidden + 13) as u64 + gemm.bytes() as u64
 }
 
 impl Buffers {
@@ -221,7 +217,6 @@ impl Buffers {
             step: DevBuf::zeros(stream, 4)?,
             ids: DevBuf::zeros(stream, CHUNK)?,
             x: z(CHUNK * model.hidden)?,
-            x_alt: z(model.hidden)?,
             normed: z(CHUNK * model.hidden)?,
             delta: z(CHUNK * model.hidden)?,
             qkv: z(sizes.qkv)?,
@@ -272,17 +267,16 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         model.embedding_scale,
         act,
     )?;
-    // x += delta (when given), then normed = norm(x), over the m hidden rows; `res` is where
-    // the residual x is (b.x, or b.x_alt after a norm folded into the linear after it).
-    let residual_norm = |res: DevPtr, n: &DevNorm, delta: DevPtr| {
+    // x += delta (when given), then normed = norm(x), over the m hidden rows.
+    let residual_norm = |n: &DevNorm, delta: DevPtr| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
         if x_split != 0 {
-            let (x, out) = ((res, delta), b.normed.ptr);
+            let (x, out) = ((b.x.ptr, delta), b.normed.ptr);
             return ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act);
         }
         ops.skip_norm(
-            res,
+            b.x.ptr,
             delta,
             w,
             bias,
@@ -294,88 +288,32 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             act,
         )
     };
-    // The norm before `next` (its first linear and that linear's glu): folded into it where it
-    // can take it (one-row steps, GENAI_BRIDGE_NORM_INTO_GEMV=1: `DevLinear::fold_plan`), the
-    // new residual then going to the other buffer; else launched now.
-    let norm_before = |res: &mut DevPtr,
-                       n: &DevNorm,
-                       delta: DevPtr,
-                       next: Option<(&DevLinear, i32)>|
-     -> Result<Option<Folded>, Error> {
-        let plan = next
-            .filter(|_| m == 1 && x_split == 0)
-            .and_then(|(p, glu)| p.fold_plan(ops, glu, n.bias.is_some()));
-        let Some(plan) = plan else {
-            residual_norm(*res, n, delta)?;
-            return Ok(None);
-        };
-        let x_out = if *res == b.x.ptr {
-            b.x_alt.ptr
-        } else {
-            b.x.ptr
-        };
-        let fold = NormFold {
-            x: std::mem::replace(res, x_out),
-            delta,
-            weight: n.weight.ptr,
-            bias: n.bias_ptr(),
-            x_out,
-            eps: n.eps,
-            rms: n.rms,
-            act,
-        };
-        Ok(Some(Folded { fold, plan }))
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
+    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
+        p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
+        residual_norm(n, b.delta.ptr)
     };
-    let mut res = b.x.ptr;
     // The first norm has no residual to add (with no layers, the final norm).
-    let (first, next) = match model.layers.first() {
-        Some(l) => (&l.attn_norm, qkv_linear(l)),
-        None => (&model.final_norm, None),
-    };
-    let mut folded = norm_before(&mut res, first, 0, next)?;
+    let first = model
+        .layers
+        .first()
+        .map_or(&model.final_norm, |l| &l.attn_norm);
+    residual_norm(first, 0)?;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let kv = (kc.ptr, vc.ptr);
-        let (attn, width) = attention_block(ops, model, layer, b, kv, m, normed, folded.take())?;
-        layer
-            .output
-            .run(ops, attn, width, b.delta.ptr, hidden, m, act, scratch)?;
-        let mlp_fold = norm_before(&mut res, &layer.mlp_norm, b.delta.ptr, mlp_linear(layer))?;
-        let (h, width) = mlp_block(ops, layer, b, m, normed, mlp_fold)?;
-        // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        let down = &layer.mlp.down;
-        down.run(ops, h, width, b.delta.ptr, hidden, m, 0, scratch)?;
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, normed)?;
+        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
+        let h = mlp_block(ops, layer, b, m, normed)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
-        folded = norm_before(&mut res, norm, b.delta.ptr, next.and_then(qkv_linear))?;
+        // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
+        linear_then_norm(&layer.mlp.down, h, 0, norm)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
         .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
-}
-
-/// A norm folded into the linear after it, and that linear's plan.
-struct Folded {
-    fold: NormFold,
-    plan: OneRow,
-}
-
-/// A layer's qkv linear and its glu when the fused `[q | k | v]` buffer is one linear's.
-fn qkv_linear(l: &DevLayer) -> Option<(&DevLinear, i32)> {
-    match l.qkv.parts.as_slice() {
-        [(p, 0)] => Some((p, -1)),
-        _ => None,
-    }
-}
-
-/// A layer's MLP linear after its norm and its glu when it is one fused (gate, up) linear.
-fn mlp_linear(l: &DevLayer) -> Option<(&DevLinear, i32)> {
-    match l.mlp.parts.as_slice() {
-        [(p, 0)] if l.mlp.glu => Some((p, l.mlp.activation)),
-        _ => None,
-    }
 }
 
 /// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
@@ -397,16 +335,12 @@ fn attention_block(
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
     scratch: QuantScratch,
-    mut folded: Option<Folded>,
 ) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.at(*col)?, ld);
-        match folded.take() {
-            Some(f) => p.run_folded(ops, &f.fold, f.plan, y, act, -1)?,
-            None => p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?,
-        }
+        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -495,23 +429,15 @@ fn mlp_block(
     b: &Buffers,
     m: usize,
     scratch: QuantScratch,
-    folded: Option<Folded>,
 ) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
-    if let Some((p, glu)) = mlp_linear(l) {
+    if let [(p, 0)] = mlp.parts.as_slice()
+        && mlp.glu
+    {
         let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
-        match folded {
-            Some(f) => p.run_folded(ops, &f.fold, f.plan, h, 0, glu)?,
-            None => p.run_glu(ops, x, h, m, 0, glu, scratch)?,
-        }
+        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
         return Ok((b.h.ptr, w));
-    }
-    if folded.is_some() {
-        return Err(Error::Invalid {
-            what: "MLP",
-            why: "a norm was folded into an MLP that is not one fused linear".into(),
-        });
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {

@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, NormFold, OneRow, Ops};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -230,47 +230,6 @@ impl DevLinear {
                     act,
                 ),
             }
-        })
-    }
-
-    /// The plan of one row of this layer with the norm before it folded in (`glu` as in
-    /// [`DevLinear::run_glu`], `bias` whether the norm has one): dense layers only
-    /// ([`Ops::fold_plan`]); None where the norm must run on its own.
-    pub fn fold_plan(&self, ops: &Ops<'_>, glu: i32, bias: bool) -> Option<OneRow> {
-        let Form::Dense { kernel } = self.form else {
-            return None;
-        };
-        ops.fold_plan(kernel, &LinearShape::one_row(self.n, self.k, glu), bias)
-    }
-
-    /// One row of this layer (y rows `ldy` apart) whose x is the residual `fold.x` through the
-    /// folded norm, with `plan` from [`DevLinear::fold_plan`].
-    pub fn run_folded(
-        &self,
-        ops: &Ops<'_>,
-        fold: &NormFold,
-        plan: OneRow,
-        (y, ldy): (DevPtr, usize),
-        act: i32,
-        glu: i32,
-    ) -> Result<(), Error> {
-        let Form::Dense { kernel } = self.form else {
-            return Err(Error::Invalid {
-                what: "linear layer",
-                why: "a norm folds only into a dense layer".into(),
-            });
-        };
-        let shape = LinearShape {
-            m: 1,
-            k: self.k,
-            n: self.n,
-            ldx: self.k,
-            ldy,
-            glu,
-        };
-        self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            ops.gemv_norm_one_row(kernel, main, fold, bias, y, shape, act, plan)
         })
     }
 

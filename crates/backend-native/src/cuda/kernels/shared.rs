@@ -1,9 +1,9 @@
 //! The one-row dense GEMV that copies every weight of a launch into shared memory before its
-//! wait (`gemv_decode_shared_*` in kernels/gemv_shared.cu): its shared-memory size, its set-up at load
-//! and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`; `shared-walk`;
-//! which rows each offers: `Ops::one_row_plan`): a launch whose blocks are all resident at once,
-//! each holding its weights in shared memory, runs there at the split the default rule gave
-//! it, so its bits are the default's.
+//! wait (`gemv_decode_shared_*` in kernels/gemv_shared.cu): its shared-memory size, its set-up
+//! at load and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`;
+//! `shared-walk`; which rows each offers: `Ops::one_row_plan`): a launch whose blocks are all
+//! resident at once, each holding its weights in shared memory, runs there at the split the
+//! default rule gave it, so its bits are the default's.
 //!
 //! Why (CUDA_NOTES round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
 //! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its
@@ -11,56 +11,9 @@
 //! round of loads in registers; the register file bounds what a launch has in flight before its
 //! wait (~128 KB an SM) where shared memory holds 228 KB.
 
-use super::{
-    DEC_COLS, DEC_WARPS, DecodeGemv, DevPtr, LinearShape, OneRow, Ops, RowKernel, cfg, int, launch,
-    weight_bytes,
-};
-use crate::error::Error;
+use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, Ops, RowKernel};
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
-
-/// Set to `1` to fold each decode-step skip-norm into the one-row dense linear right after it
-/// where that linear runs on `gemv_decode_shared_norm_*` (`Ops::fold_plan`); an A/B switch.
-pub const NORM_INTO_GEMV_ENV: &str = "GENAI_BRIDGE_NORM_INTO_GEMV";
-
-/// A skip-norm folded into the one-row linear after it (`gemv_decode_shared_norm_*`, FoldNorm
-/// in kernels/gemv_shared.cu): `x` the residual it reads, `x_out` where the new residual goes
-/// (another buffer: every block reads `x`), the rest as `Ops::skip_norm` takes them.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NormFold {
-    pub x: DevPtr,
-    pub delta: DevPtr,
-    pub weight: DevPtr,
-    pub bias: DevPtr,
-    pub x_out: DevPtr,
-    pub eps: f32,
-    pub rms: bool,
-    pub act: i32,
-}
-
-/// Threads skip_norm_f32 runs a row of `width` on (`rows.rs`; usize::MAX for a width it
-/// refuses): the fold reproduces its sums for at most a block's 128 of them.
-fn norm_threads(width: usize) -> usize {
-    super::rows::norm_threads(width).map_or(usize::MAX, |t| t as usize)
-}
-
-/// The norm-folding entry of a dense linear kernel.
-fn shared_norm_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_decode_shared_norm_f32",
-        "gemv_f16" => "gemv_decode_shared_norm_f16",
-        "gemv_bf16" => "gemv_decode_shared_norm_bf16",
-        other => other,
-    }
-}
-
-/// Bytes of dynamic shared memory a block of `gemv_decode_shared_norm_*` takes: the slots, the
-/// normed row (k rounded up to whole units; it first holds the norm's weight) and, with a norm
-/// bias, the bias row.
-fn fold_bytes(kind: &'static str, s: &LinearShape, split: usize, bias: bool) -> usize {
-    let row = 4 * s.k.next_multiple_of(8);
-    slots_bytes(s.k, split, weight_bytes(kind)) + row * (1 + usize::from(bias))
-}
 
 /// The shared-memory entry of a dense linear kernel.
 pub(super) fn shared_kernel(kind: &'static str) -> &'static str {
@@ -81,30 +34,24 @@ pub(super) fn slots_bytes(k: usize, split: usize, weight_bytes: usize) -> usize 
     DEC_WARPS * DEC_COLS * slots * pieces * 32 * 16
 }
 
-/// Opts each shared entry (plain and norm-folding) into the device's largest dynamic shared
-/// memory per block and asks for the largest shared-memory carveout (so the occupancy the
-/// rule reads is what launches get): the bytes a block of every entry may take, or 0 when the
-/// driver refuses (launches then stay within the 48 KB every block may take).
+/// Opts each shared entry into the device's largest dynamic shared memory per block and asks
+/// for the largest shared-memory carveout (so the occupancy the rule reads is what launches
+/// get): the bytes a block may take, or 0 when the driver refuses (launches then stay within
+/// the 48 KB every block may take).
 pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> usize {
     use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
     if ctx.bind_to_thread().is_err() {
         return 0;
     }
     let mut most = usize::MAX;
-    let kinds = ["gemv_f32", "gemv_f16", "gemv_bf16"];
-    // Static shared memory: the epilogue's 32 bytes, and in the norm-folding entries the
-    // norm's 128-byte scratch beside it.
-    let entries = kinds
-        .map(|kind| (shared_kernel(kind), 32))
-        .into_iter()
-        .chain(kinds.map(|kind| (shared_norm_kernel(kind), 160)));
-    for (entry, fixed) in entries {
-        let Some(f) = functions.get(entry) else {
+    for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
+        let Some(f) = functions.get(shared_kernel(kind)) else {
             return 0;
         };
         // A preference only: the driver may still choose less, which occupancy then reports.
         let _ = f.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
-        most = most.min(super::opt_in_shared(ctx, f, fixed, 0).unwrap_or(0));
+        // The kernel's static shared memory is the epilogue's 32 bytes.
+        most = most.min(super::opt_in_shared(ctx, f, 32, 0).unwrap_or(0));
     }
     if most == usize::MAX { 0 } else { most }
 }
@@ -165,79 +112,6 @@ impl Ops<'_> {
         one_wave(blocks, per_sm, self.k.sms)
     }
 
-    /// The plan of a one-row launch of `kind` over `s` that folds the norm before it (with a
-    /// norm bias or not): the shared entry at the default rule's split where the rule would
-    /// take the walk kernel, skip_norm_f32 runs that row on at most 128 threads, and every
-    /// block fits on the device at once; None otherwise (or with the fold off), and the norm
-    /// then runs on its own.
-    pub(crate) fn fold_plan(
-        &self,
-        kind: &'static str,
-        s: &LinearShape,
-        bias: bool,
-    ) -> Option<OneRow> {
-        if !self.k.norm_into_gemv || s.m != 1 || norm_threads(s.k) > 32 * DEC_WARPS {
-            return None;
-        }
-        let plan = self.rule_plan(kind, s, DecodeGemv::Pipe);
-        let bytes = fold_bytes(kind, s, plan.split, bias);
-        let blocks = s.decode_blocks(plan.split);
-        let walked = plan.via == RowKernel::Walk;
-        (walked && self.all_resident(shared_norm_kernel(kind), bytes, blocks)).then_some(OneRow {
-            via: RowKernel::Shared,
-            split: plan.split,
-        })
-    }
-
-    /// One row of a dense linear whose x is the residual `fold.x` through the folded norm
-    /// (`gemv_decode_shared_norm_*`), with `plan` from [`Ops::fold_plan`].
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gemv_norm_one_row(
-        &self,
-        kind: &'static str,
-        w: DevPtr,
-        fold: &NormFold,
-        bias: DevPtr,
-        y: DevPtr,
-        s: LinearShape,
-        act: i32,
-        plan: OneRow,
-    ) -> Result<(), Error> {
-        let entry = Some(shared_norm_kernel(kind)).filter(|_| plan.via == RowKernel::Shared);
-        let at = self.one_row_frame("one-row linear with its norm", entry, &s, plan)?;
-        let threads = norm_threads(s.k);
-        let bytes = fold_bytes(kind, &s, plan.split, fold.bias != 0);
-        if threads > 32 * DEC_WARPS || bytes > self.shared_limit() {
-            return Err(Error::Invalid {
-                what: "one-row linear with its norm",
-                why: format!("{s:?} with {plan:?}: {threads} norm threads, {bytes} bytes"),
-            });
-        }
-        let (rms, threads) = (i32::from(fold.rms), int("norm threads", threads)?);
-        launch!(
-            self,
-            at.f,
-            cfg(at.grid, 32 * DEC_WARPS as u32, bytes as u32),
-            &w,
-            &fold.x,
-            &fold.delta,
-            &fold.weight,
-            &fold.bias,
-            &fold.x_out,
-            &fold.eps,
-            &rms,
-            &fold.act,
-            &threads,
-            &bias,
-            &y,
-            &at.n,
-            &at.k,
-            &at.split,
-            &s.glu,
-            &act
-        )
-    }
-
     /// `plan` (the default rule's) moved to `gemv_decode_shared_*` at its split when every
     /// block of the launch fits on the device at once with its slots; `plan` otherwise.
     pub(super) fn shared_plan(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> OneRow {
@@ -283,31 +157,6 @@ mod tests {
         assert!(!in_flight(896, 4864, 4));
         // An unknown resident count: not known to be in flight.
         assert!(!LinearShape::one_row(1152, 896, -1).walk_in_flight(2, 0));
-    }
-
-    #[test]
-    fn the_fold_takes_rows_a_norm_block_of_128_threads_holds() {
-        assert_eq!(norm_threads(896), 128); // Qwen2.5-0.5B: folded
-        assert_eq!(norm_threads(1024), 128);
-        assert_eq!(norm_threads(1536), 192); // Qwen2.5-1.5B: not
-        assert_eq!(norm_threads(64), 32);
-        let s = LinearShape::one_row(9728, 896, 0);
-        assert_eq!(fold_bytes("gemv_f16", &s, 1, false), 16 * 1024 + 896 * 4);
-        assert_eq!(fold_bytes("gemv_f16", &s, 1, true), 16 * 1024 + 2 * 896 * 4);
-        // A row that is not whole units pads the normed row to them.
-        let odd = LinearShape::one_row(64, 100, -1);
-        assert_eq!(
-            fold_bytes("gemv_f32", &odd, 1, false),
-            slots_bytes(100, 1, 4) + 104 * 4
-        );
-    }
-
-    #[test]
-    fn every_dense_kind_has_a_norm_folding_entry() {
-        let family = crate::cuda::compile::family("gemv_shared").expect("the gemv_shared family");
-        for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-            assert!(family.symbols.contains(&shared_norm_kernel(kind)), "{kind}");
-        }
     }
 
     #[test]

@@ -56,6 +56,15 @@
 #define DA_KEYS 4           // keys per warp per pass
 #define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
 #define DA_GROUP 8          // splits per merge group (the cluster width)
+// When a block lets the kernel after it launch (a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES;
+// round 18): 0 at its start (the default), 1 once its wait has returned, 2 once its warps are
+// done with their keys. A dependent launched early fetches its weights while this kernel runs:
+// on Llama-3-8B the o projection's first wave is ~15 MB, which may queue ahead of this
+// kernel's key and value reads (12.4 us of the step a layer in the graph, 7.7 alone).
+#ifndef DA_TRIGGER
+#define DA_TRIGGER 0
+#endif
+static_assert(DA_TRIGGER >= 0 && DA_TRIGGER <= 2, "DA_TRIGGER");
 #define DA_MAX_SPLITS 64    // splits per row at most (`gs` on the host is at most this)
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
@@ -415,7 +424,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     cluster = 0;
 #endif
     // The step scalars are copied in before the pass and no kernel writes them.
-    pdl_trigger();
+    if (DA_TRIGGER == 0) pdl_trigger();
     int p = step[0];
     if (p < 0 || p >= capacity) {
         pdl_wait();
@@ -474,6 +483,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         if (has_q) rq = da_rot(c, s, qd, rotary_dim, interleaved);
         if (has_k) rk = da_rot(c, s, tid, rotary_dim, interleaved);
         pdl_wait();
+        if (DA_TRIGGER == 1) pdl_trigger();
 
         const float* qh_src = qkv + (size_t)(h0 + qh) * hs;
         const float* kh_src = qkv + (size_t)(heads + kvh) * hs;
@@ -495,6 +505,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         __syncthreads();
         if (hs > 128) da_warp<2>(w, qs, pw, wm, wl);
         else da_warp<1>(w, qs, pw, wm, wl);
+        if (DA_TRIGGER == 2) pdl_trigger();
 
         // Merge the warps in warp order: the block's partial, or with one split the output.
         const float* wacc = stage;
@@ -523,6 +534,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         __syncthreads();
     } else {
         pdl_wait();  // an idle block of a working cluster writes partials and tickets below
+        if (DA_TRIGGER != 0) pdl_trigger();
     }
 
     if (in_cluster) {

@@ -15,12 +15,15 @@ use std::collections::HashMap;
 mod decode;
 mod int4;
 mod int4_mma;
+mod one_row;
 mod rows;
 mod shared;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
+pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
+use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use rows::ARGMAX_PARTS;
 
 /// A device address (0 for an absent optional argument).
@@ -187,137 +190,6 @@ fn staged_kernel(kind: &'static str) -> &'static str {
         "gemv_bf16" => "gemv_staged_decode_bf16",
         other => other,
     }
-}
-
-/// `pipe`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see [`DecodeGemv`]; unset or
-/// anything else: `Shared`): an A/B switch for measurements.
-const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
-
-/// The one-row linear layers' kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DecodeGemv {
-    /// `gemv_decode_*`, split per [`LinearShape::decode_split`].
-    Split,
-    /// The multi-row bodies with activations staged in shared memory (dense and int4).
-    Staged,
-    /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`; H200,
-    /// same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal against `Split`).
-    Waves,
-    /// As `Waves`, but rows that split would leave a warp [`PIPE_ROUNDS`] or more load rounds
-    /// go to the pipelined `gemv_decode_pipe_*` at its own split (H200, same runs:
-    /// Llama-3-8B fp16 206-208 → 231 tok/s, Qwen2.5-1.5B +2.5%; CUDA_NOTES round 10).
-    Pipe,
-    /// As `Pipe`, and rows whose walk takes two or more waves go to the pipelined kernel where
-    /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
-    /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
-    OneWave,
-    /// As `Pipe`, and launches the rule gives the walk kernel that it cannot have wholly in
-    /// flight before its wait (two or more load rounds a warp, or more blocks than the device
-    /// holds at once) take `gemv_decode_shared_*` at the same split where all their blocks are
-    /// resident with their weights in shared memory (`kernels/shared.rs`): the default.
-    Shared,
-    /// As `Shared` for every launch the rule gives the walk kernel (round 18: Qwen2.5-1.5B's
-    /// one-round qkv and o, -8.6%).
-    SharedWalk,
-}
-
-impl DecodeGemv {
-    fn from_env() -> DecodeGemv {
-        match std::env::var(DECODE_GEMV_ENV).as_deref() {
-            Ok("staged") => DecodeGemv::Staged,
-            Ok("split") => DecodeGemv::Split,
-            Ok("waves") => DecodeGemv::Waves,
-            Ok("onewave") => DecodeGemv::OneWave,
-            Ok("pipe") => DecodeGemv::Pipe,
-            Ok("shared-walk") => DecodeGemv::SharedWalk,
-            _ => DecodeGemv::Shared,
-        }
-    }
-}
-
-/// Values of a row one warp of `gemv_decode_*` covers in two load rounds (4 units of 8 values
-/// per lane per round).
-const ROUND_VALUES: usize = 2 * 4 * 8 * 32;
-
-fn decode_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_decode_f32",
-        "gemv_f16" => "gemv_decode_f16",
-        "gemv_bf16" => "gemv_decode_bf16",
-        other => other,
-    }
-}
-
-/// The pipelined one-row entry of a dense linear kernel.
-fn decode_pipe_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_decode_pipe_f32",
-        "gemv_f16" => "gemv_decode_pipe_f16",
-        "gemv_bf16" => "gemv_decode_pipe_bf16",
-        other => other,
-    }
-}
-
-/// Load rounds of `gemv_decode_*` from which the pipelined kernel takes a row. Measured on the
-/// H200 (round 10): Llama-3-8B down (4 rounds at split 4) 43.6 → 27.8 µs alone, Qwen2.5-1.5B
-/// down (3) 9.8 → 8.9 µs; Qwen2.5-0.5B down (2) equal alone (4.6 µs) and its step ~2% slower.
-const PIPE_ROUNDS: usize = 3;
-
-/// Which one-row entry of a dense linear kernel a launch takes. All three give the same bits
-/// at the same split (the same products in the same order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RowKernel {
-    /// `gemv_decode_*`: rounds of loads into registers, the first before the wait.
-    Walk,
-    /// `gemv_decode_pipe_*`: the next round in flight during the current one.
-    Pipe,
-    /// `gemv_decode_shared_*`: every weight copied into shared memory before the wait.
-    Shared,
-}
-
-/// How a one-row dense linear runs: its entry and its split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OneRow {
-    pub via: RowKernel,
-    pub split: usize,
-}
-
-impl OneRow {
-    pub(crate) fn walk(split: usize) -> OneRow {
-        OneRow {
-            via: RowKernel::Walk,
-            split,
-        }
-    }
-
-    pub(crate) fn pipe(split: usize) -> OneRow {
-        OneRow {
-            via: RowKernel::Pipe,
-            split,
-        }
-    }
-
-    /// The entry this plan launches for a dense linear kernel `kind`.
-    pub(crate) fn kernel(&self, kind: &'static str) -> &'static str {
-        match self.via {
-            RowKernel::Walk => decode_kernel(kind),
-            RowKernel::Pipe => decode_pipe_kernel(kind),
-            RowKernel::Shared => shared::shared_kernel(kind),
-        }
-    }
-
-    /// Bytes of dynamic shared memory a launch of this plan for `kind` over `s` takes.
-    pub(crate) fn shared_bytes(&self, kind: &'static str, s: &LinearShape) -> usize {
-        match self.via {
-            RowKernel::Shared => shared::slots_bytes(s.k, self.split, weight_bytes(kind)),
-            RowKernel::Walk | RowKernel::Pipe => 0,
-        }
-    }
-}
-
-/// Bytes a weight value of a dense linear kernel `kind` takes.
-fn weight_bytes(kind: &'static str) -> usize {
-    if kind == "gemv_f32" { 4 } else { 2 }
 }
 
 pub(crate) fn cfg(grid: (u32, u32, u32), block: u32, shared: u32) -> LaunchConfig {
@@ -530,30 +402,6 @@ impl LinearShape {
         split
     }
 
-    /// Warps sharing a column pair in the one-row kernels (`gemv_decode_*`): doubled (up to
-    /// [`DEC_WARPS`]) while the launch has fewer than [`TARGET_WARPS`] warps and each warp
-    /// keeps at least 256 values of a row, then further while a warp would walk more than
-    /// [`ROUND_VALUES`] values (two load rounds: long rows, 8B-class k of 4096 and 14336,
-    /// measured 8% faster on Llama-3-8B than the warp target alone). Depends on (k, n) only.
-    fn decode_split(&self) -> usize {
-        let pairs = self.n.div_ceil(DEC_COLS);
-        let mut split = 1;
-        while split < DEC_WARPS && pairs * split < TARGET_WARPS && self.k / (split * 2) >= 256 {
-            split *= 2;
-        }
-        while split < DEC_WARPS && self.k.div_ceil(split) > ROUND_VALUES {
-            split *= 2;
-        }
-        split
-    }
-
-    /// The grid of a one-row launch with `split` warps per column pair.
-    pub(crate) fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
-        let pairs_per_block = DEC_WARPS / split;
-        let blocks = self.n.div_ceil(DEC_COLS).div_ceil(pairs_per_block);
-        Ok((grid_dim("gemv columns", blocks)?, 1, 1))
-    }
-
     /// Rows of x one block computes (`GEMV_ROWS`, or 1 for the decode entries).
     fn block_rows(&self) -> usize {
         if self.m == 1 { 1 } else { GEMV_ROWS }
@@ -701,117 +549,6 @@ impl Ops<'_> {
             &act
         )
     }
-
-    /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
-    /// launch of `kind`.
-    pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        let plan = s.one_row_plan(
-            self.k.decode_gemv,
-            resident(decode_kernel(kind)),
-            resident(decode_pipe_kernel(kind)),
-        );
-        let walked = plan.via == RowKernel::Walk;
-        match self.k.decode_gemv {
-            DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
-            DecodeGemv::Shared if walked && !self.walk_in_flight(kind, s, plan) => {
-                self.shared_plan(kind, s, plan)
-            }
-            _ => plan,
-        }
-    }
-
-    /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
-    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair (1, 2 or 4;
-    /// [`Ops::one_row_plan`] gives the rule's).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gemv_one_row(
-        &self,
-        kind: &'static str,
-        w: DevPtr,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
-        s: LinearShape,
-        act: i32,
-        plan: OneRow,
-    ) -> Result<(), Error> {
-        let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
-        let shared = plan.shared_bytes(kind, &s);
-        if shared > self.shared_limit() {
-            return Err(Error::Invalid {
-                what: "one-row linear",
-                why: format!("{s:?} with {plan:?} takes {shared} bytes of shared memory"),
-            });
-        }
-        launch!(
-            self,
-            at.f,
-            cfg(at.grid, 32 * DEC_WARPS as u32, shared as u32),
-            &w,
-            &x,
-            &bias,
-            &y,
-            &at.n,
-            &at.k,
-            &at.split,
-            &s.glu,
-            &act
-        )
-    }
-}
-
-/// What every one-row dense launch passes besides its buffers: the entry, the grid, and
-/// (n, k, split) as kernel ints.
-pub(crate) struct OneRowFrame<'a> {
-    pub f: &'a CudaFunction,
-    pub grid: (u32, u32, u32),
-    pub n: i32,
-    pub k: i32,
-    pub split: i32,
-}
-
-impl<'a> Ops<'a> {
-    /// The frame of one row of `s` through `entry` with `plan`: an error naming `what` when
-    /// there is no entry (the family has none for this plan or shape), the shape is not one
-    /// valid row, or the split does not divide a block's warps.
-    pub(crate) fn one_row_frame(
-        &self,
-        what: &'static str,
-        entry: Option<&'static str>,
-        s: &LinearShape,
-        plan: OneRow,
-    ) -> Result<OneRowFrame<'a>, Error> {
-        let (_, k, n, _, _, _) = s.check()?;
-        let entry = entry.filter(|_| s.m == 1 && DEC_WARPS.is_multiple_of(plan.split));
-        let Some(entry) = entry else {
-            return Err(Error::Invalid {
-                what,
-                why: format!("{s:?} with {plan:?}"),
-            });
-        };
-        Ok(OneRowFrame {
-            f: self.k.get(entry)?,
-            grid: s.decode_grid(plan.split)?,
-            n,
-            k,
-            split: int("split", plan.split)?,
-        })
-    }
-}
-
-impl LinearShape {
-    /// One row of x, `k` inputs, `n` outputs, rows packed.
-    pub(crate) fn one_row(n: usize, k: usize, glu: i32) -> LinearShape {
-        LinearShape {
-            m: 1,
-            k,
-            n,
-            ldx: k,
-            ldy: n,
-            glu,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -832,25 +569,6 @@ mod tests {
         assert_eq!(split(64, 8960, -1), 8);
         assert_eq!(split(64, 8960, 0), 4); // GLU pairs must share a block
         assert_eq!(split(100, 100, -1), 1); // short rows
-    }
-
-    #[test]
-    fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {
-        let split = |n, k| LinearShape::one_row(n, k, -1).decode_split();
-        // Qwen2.5-1.5B: narrow layers double to 4 warps per pair (fewer than 3072 warps);
-        // gate/up (8960 pairs) is wide enough with one warp and its rows are short.
-        assert_eq!(split(2048, 1536), 4);
-        assert_eq!(split(1536, 1536), 4);
-        assert_eq!(split(17920, 1536), 1);
-        assert_eq!(split(1536, 8960), 4);
-        // Llama-3-8B: qkv and gate/up are wide enough for the warp target but a warp would walk
-        // 4096 values: 2 warps; o-proj reaches 2 by the target, down (14336) is capped at 4.
-        assert_eq!(split(6144, 4096), 2);
-        assert_eq!(split(28672, 4096), 2);
-        assert_eq!(split(4096, 4096), 2);
-        assert_eq!(split(4096, 14336), 4);
-        // Short rows: one warp whatever the width.
-        assert_eq!(split(64, 200), 1);
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its
 //! 1,216 blocks one wave and a third of the 924 `gemv_decode_f16` an H200 holds, each with one
 //! round of loads in registers; the register file bounds what a launch has in flight before its
-//! wait (~128 KB an SM) where shared memory holds 228 KB.
+//! wait (~128 KB an SM) where shared memory holds 228 KB. Round 18 measured the default rule
+//! (launches the walk cannot hold in flight) +2.9% on Qwen2.5-0.5B fp16, the same elsewhere;
+//! every walk launch (`shared-walk`) +6.1% there but -8.6% on Qwen2.5-1.5B, where the entry
+//! alone is slower than the walk on one-round launches (all its copies land before any
+//! product) and its o projection loses ~5 µs a launch in the graph, not yet explained.
 
 use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, Ops, RowKernel};
 use cudarc::driver::{CudaContext, CudaFunction};
@@ -55,9 +59,9 @@ fn carveout(value: Option<&str>) -> Option<i32> {
 }
 
 /// Opts each shared entry into the device's largest dynamic shared memory per block and asks
-/// for the largest shared-memory carveout (so the occupancy the rule reads is what launches
-/// get): the bytes a block may take, or 0 when the driver refuses (launches then stay within
-/// the 48 KB every block may take).
+/// for the carveout [`CARVEOUT_ENV`] names, the largest by default (set before the occupancy
+/// queries, so what the rule reads is what launches get): the bytes a block may take, or 0
+/// when the driver refuses (launches then stay within the 48 KB every block may take).
 pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> usize {
     use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
     if ctx.bind_to_thread().is_err() {

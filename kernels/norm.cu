@@ -73,8 +73,8 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         xs[j] = i < width ? x[base + i] : 0.0f;
         ds[j] = delta && i < width ? delta[base + i] : 0.0f;
     }
-    float2 stats = norm_stats<false>(xs, ds, delta != nullptr, threadIdx.x, blockDim.x, width,
-                                     eps, rms, act, scratch, v);
+    float2 stats = norm_stats(xs, ds, delta != nullptr, threadIdx.x, blockDim.x, width, eps, rms,
+                              act, scratch, v);
     float mean = stats.x, inv = stats.y;
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {

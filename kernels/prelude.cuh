@@ -103,13 +103,11 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 // ---- The skip-norm's arithmetic (norm.cu) ------------------------------------------------------
 //
 // Value j of thread t is row index t + j * threads (NORM_VALUES a thread). s = x + round(delta)
-// goes to v (zero past the row, and with PARTIAL on threads t >= threads); the returned pair is
-// (mean, 1 / sqrt(var + eps)), the mean 0 for RMSNorm, from block sums over the whole block:
-// threads holding zeros leave the sums' bits as `threads` threads give them. Every thread of
-// the block calls it (it synchronises).
+// goes to v (zero past the row); the returned pair is (mean, 1 / sqrt(var + eps)), the mean 0
+// for RMSNorm, from block sums over the block's `threads` threads. Every thread of the block
+// calls it (it synchronises).
 #define NORM_VALUES 8
 
-template <bool PARTIAL>
 __device__ __forceinline__ float2 norm_stats(const float (&xs)[NORM_VALUES],
                                              const float (&ds)[NORM_VALUES], bool has_delta, int t,
                                              int threads, int width, float eps, int rms, int act,
@@ -119,7 +117,7 @@ __device__ __forceinline__ float2 norm_stats(const float (&xs)[NORM_VALUES],
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = t + j * threads;
         float s = 0.0f;
-        if ((!PARTIAL || t < threads) && i < width) {
+        if (i < width) {
             s = xs[j];
             if (has_delta) s += round_act(ds[j], act);
         }
@@ -132,7 +130,7 @@ __device__ __forceinline__ float2 norm_stats(const float (&xs)[NORM_VALUES],
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = t + j * threads;
-        float d = (!PARTIAL || t < threads) && i < width ? v[j] - mean : 0.0f;
+        float d = i < width ? v[j] - mean : 0.0f;
         sq += d * d;
     }
     float var = block_sum(sq, scratch) / (float)width;

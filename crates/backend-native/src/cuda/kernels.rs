@@ -84,6 +84,29 @@ pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::Driver
     }
 }
 
+/// Set to a percentage to ask every kernel for that shared-memory carveout at load, before the
+/// occupancy queries (the shared GEMV entries then take `GENAI_BRIDGE_SHARED_CARVEOUT`'s, 100
+/// unless set): an A/B switch. CUDA_NOTES round 18 suspects that kernels asking for different
+/// carveouts, in flight on one SM through the programmatic dependent launches, make it drain
+/// before it changes its split.
+const CARVEOUT_ALL_ENV: &str = "GENAI_BRIDGE_CARVEOUT_ALL";
+
+/// Asks every loaded kernel for the carveout [`CARVEOUT_ALL_ENV`] names, if it names one (a
+/// preference: the driver may choose otherwise, and the occupancy queries then say so).
+fn prefer_carveout(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) {
+    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+    let percent = std::env::var(CARVEOUT_ALL_ENV).ok();
+    let Some(percent) = percent.as_deref().and_then(shared::percentage) else {
+        return;
+    };
+    if ctx.bind_to_thread().is_err() {
+        return;
+    }
+    for f in functions.values() {
+        let _ = f.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
+    }
+}
+
 impl Kernels {
     /// Compiles (or reads from the cache) and loads every family for the device. Families
     /// compile in parallel (NVRTC programs are independent); a cached cubin the driver rejects
@@ -136,6 +159,7 @@ impl Kernels {
                 functions.insert(symbol, f);
             }
         }
+        prefer_carveout(&device.ctx, &functions);
         let attention = functions.get("attention_decode_f32").ok_or(Error::Cuda {
             what: "kernel lookup",
             message: "attention_decode_f32 is not loaded".into(),

@@ -48,14 +48,14 @@ const CARVEOUT_ENV: &str = "GENAI_BRIDGE_SHARED_CARVEOUT";
 fn carveout(value: Option<&str>) -> Option<i32> {
     match value {
         Some("driver") => None,
-        Some(v) => Some(
-            v.parse()
-                .ok()
-                .filter(|p| (0..=100).contains(p))
-                .unwrap_or(100),
-        ),
+        Some(v) => Some(percentage(v).unwrap_or(100)),
         None => Some(100),
     }
+}
+
+/// `value` as a carveout percentage (0 to 100), None otherwise.
+pub(super) fn percentage(value: &str) -> Option<i32> {
+    value.parse().ok().filter(|p| (0..=100).contains(p))
 }
 
 /// Opts each shared entry into the device's largest dynamic shared memory per block and asks
@@ -180,6 +180,8 @@ mod tests {
         // Not a percentage: the default.
         assert_eq!(carveout(Some("101")), Some(100));
         assert_eq!(carveout(Some("half")), Some(100));
+        assert_eq!(percentage("100"), Some(100));
+        assert_eq!(percentage("-1"), None);
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub(crate) struct Kernels {
     /// take here (0: none; `kernels/shared.rs`).
     sms: usize,
     shared_max: usize,
+    /// Blocks of a shared entry an SM holds at a number of dynamic shared-memory bytes, as the
+    /// occupancy query answered (asked once per pair, not at every eager launch).
+    shared_per_sm: std::sync::Mutex<HashMap<(&'static str, usize), usize>>,
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
@@ -189,6 +192,7 @@ impl Kernels {
             resident,
             sms,
             shared_max,
+            shared_per_sm: Default::default(),
             int4_mma,
         })
     }

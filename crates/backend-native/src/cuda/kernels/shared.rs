@@ -133,9 +133,20 @@ impl Ops<'_> {
         else {
             return false;
         };
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
-            .map_or(0, |n| n as usize);
+        let memo = &self.k.shared_per_sm;
+        let known = memo
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&(entry, bytes)).copied());
+        let per_sm = known.unwrap_or_else(|| {
+            let n = f
+                .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
+                .map_or(0, |n| n as usize);
+            if let Ok(mut m) = memo.lock() {
+                m.insert((entry, bytes), n);
+            }
+            n
+        });
         one_wave(blocks, per_sm, self.k.sms)
     }
 

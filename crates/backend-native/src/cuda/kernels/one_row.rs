@@ -172,9 +172,7 @@ impl LinearShape {
 
     /// The grid of a one-row launch with `split` warps per column pair.
     pub(crate) fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
-        let pairs_per_block = DEC_WARPS / split;
-        let blocks = self.n.div_ceil(DEC_COLS).div_ceil(pairs_per_block);
-        Ok((grid_dim("gemv columns", blocks)?, 1, 1))
+        Ok((grid_dim("gemv columns", self.decode_blocks(split))?, 1, 1))
     }
 }
 
@@ -183,15 +181,12 @@ impl Ops<'_> {
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
         let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        let plan = s.one_row_plan(
-            self.k.decode_gemv,
-            resident(decode_kernel(kind)),
-            resident(decode_pipe_kernel(kind)),
-        );
+        let walk = resident(decode_kernel(kind));
+        let plan = s.one_row_plan(self.k.decode_gemv, walk, resident(decode_pipe_kernel(kind)));
         let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
             DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
-            DecodeGemv::Shared if walked && !self.walk_in_flight(kind, s, plan) => {
+            DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
                 self.shared_plan(kind, s, plan)
             }
             _ => plan,

@@ -93,24 +93,12 @@ impl LinearShape {
     /// Whether `gemv_decode_*` at `split` has every weight of this launch in flight before its
     /// wait on a device holding `resident` of its blocks: one load round a warp, every block
     /// resident (an unknown count, 0: not). The shared entry then only adds its copies.
-    fn walk_in_flight(&self, split: usize, resident: usize) -> bool {
+    pub(super) fn walk_in_flight(&self, split: usize, resident: usize) -> bool {
         self.decode_rounds(split) == 1 && resident > 0 && self.decode_blocks(split) <= resident
     }
 }
 
 impl Ops<'_> {
-    /// [`LinearShape::walk_in_flight`] for `plan`'s split with this device's resident count of
-    /// `kind`'s walk kernel.
-    pub(super) fn walk_in_flight(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
-        let resident = self
-            .k
-            .resident
-            .get(super::decode_kernel(kind))
-            .copied()
-            .unwrap_or(0);
-        s.walk_in_flight(plan.split, resident)
-    }
-
     /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
     /// them into, at least the 48 KB every block may take.
     pub(super) fn shared_limit(&self) -> usize {

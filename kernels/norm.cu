@@ -11,7 +11,8 @@
 // (blockDim.x * NORM_VALUES >= width), so `out` may alias `x`. The norm's weight and bias are
 // read before waiting for the kernel before (programmatic dependent launch: no kernel writes
 // them), so their latency overlaps that kernel's tail. The host launches whole warps, at
-// least width / NORM_VALUES threads. (NORM_VALUES and the arithmetic, norm_stats: prelude.cuh.)
+// least width / NORM_VALUES threads.
+#define NORM_VALUES 8
 
 // The row's values (thread t holds t + j * blockDim.x in v[j], zeros past the row) split into
 // hi and lo halves at their slots (split_stride, split_slot in prelude.cuh), zeros past the
@@ -63,6 +64,7 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         b[j] = bias && i < width ? bias[i] : 0.0f;
     }
     pdl_wait();
+    float sum = 0.0f;
     // Every value of x and delta is read before any is used: with the rounding's branches
     // between one read and the next, each read would otherwise wait for the one before (one
     // L2 round trip per value a thread holds, in the machine code).
@@ -73,9 +75,28 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         xs[j] = i < width ? x[base + i] : 0.0f;
         ds[j] = delta && i < width ? delta[base + i] : 0.0f;
     }
-    float2 stats = norm_stats(xs, ds, delta != nullptr, threadIdx.x, blockDim.x, width, eps, rms,
-                              act, scratch, v);
-    float mean = stats.x, inv = stats.y;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        float s = 0.0f;
+        if (i < width) {
+            s = xs[j];
+            if (delta) s += round_act(ds[j], act);
+        }
+        v[j] = s;
+        sum += s;
+    }
+    float mean = 0.0f;
+    if (!rms) mean = block_sum(sum, scratch) / (float)width;
+    float sq = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NORM_VALUES; j++) {
+        int i = threadIdx.x + j * blockDim.x;
+        float d = i < width ? v[j] - mean : 0.0f;
+        sq += d * d;
+    }
+    float var = block_sum(sq, scratch) / (float)width;
+    float inv = 1.0f / sqrtf(var + eps);
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;

@@ -100,43 +100,6 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
-// ---- The skip-norm's arithmetic (norm.cu) ------------------------------------------------------
-//
-// Value j of thread t is row index t + j * threads (NORM_VALUES a thread). s = x + round(delta)
-// goes to v (zero past the row); the returned pair is (mean, 1 / sqrt(var + eps)), the mean 0
-// for RMSNorm, from block sums over the block's `threads` threads. Every thread of the block
-// calls it (it synchronises).
-#define NORM_VALUES 8
-
-__device__ __forceinline__ float2 norm_stats(const float (&xs)[NORM_VALUES],
-                                             const float (&ds)[NORM_VALUES], bool has_delta, int t,
-                                             int threads, int width, float eps, int rms, int act,
-                                             float* scratch, float (&v)[NORM_VALUES]) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NORM_VALUES; j++) {
-        int i = t + j * threads;
-        float s = 0.0f;
-        if (i < width) {
-            s = xs[j];
-            if (has_delta) s += round_act(ds[j], act);
-        }
-        v[j] = s;
-        sum += s;
-    }
-    float mean = 0.0f;
-    if (!rms) mean = block_sum(sum, scratch) / (float)width;
-    float sq = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NORM_VALUES; j++) {
-        int i = t + j * threads;
-        float d = i < width ? v[j] - mean : 0.0f;
-        sq += d * d;
-    }
-    float var = block_sum(sq, scratch) / (float)width;
-    return make_float2(mean, 1.0f / sqrtf(var + eps));
-}
-
 // ---- x split into f16 halves for the int4 tensor-core GEMV (int4_mma.cu) -------------------
 //
 // x * 2^-e = hi + lo (f16 each), e putting max|x| in [2^14, 2^15): the exponent for a row whose

@@ -3,7 +3,10 @@
 //
 // attention_decode_f32: grid (gs, kv_heads * slices), DA_THREADS threads, `ring` * 64 * hs
 // floats of dynamic shared memory, launched in clusters of DA_GROUP blocks along x when
-// `cluster` is 1 (sm_90). Block row y serves KV head y / slices and up to da_heads(hs) of its
+// `cluster` is 1 (sm_90). `trigger` says when a block lets the kernel after it launch (PDL):
+// 0 at its start, 1 once its wait has returned, 2 once its warps are done with their keys (a
+// dependent launched early fetches its weights meanwhile, which can queue ahead of this
+// kernel's key and value reads; the host's rule: kernels/decode.rs). Block row y serves KV head y / slices and up to da_heads(hs) of its
 // query heads (slice y % slices of the GQA group), so its keys and values are read once for
 // all of them. The token sits at p = step[0] and attends to n = p + 1 - lo positions,
 // lo = max(0, p + 1 - window) with a window, else 0.
@@ -56,15 +59,6 @@
 #define DA_KEYS 4           // keys per warp per pass
 #define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
 #define DA_GROUP 8          // splits per merge group (the cluster width)
-// When a block lets the kernel after it launch (a tuning switch for GENAI_BRIDGE_NVRTC_DEFINES;
-// round 18): 0 at its start (the default), 1 once its wait has returned, 2 once its warps are
-// done with their keys. A dependent launched early fetches its weights while this kernel runs:
-// on Llama-3-8B the o projection's first wave is ~15 MB, which may queue ahead of this
-// kernel's key and value reads (12.4 us of the step a layer in the graph, 7.7 alone).
-#ifndef DA_TRIGGER
-#define DA_TRIGGER 0
-#endif
-static_assert(DA_TRIGGER >= 0 && DA_TRIGGER <= 2, "DA_TRIGGER");
 #define DA_MAX_SPLITS 64    // splits per row at most (`gs` on the host is at most this)
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
@@ -402,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                          int capacity, float* __restrict__ part, int slots,
                          int* __restrict__ counts, float* __restrict__ out, int heads,
                          int kv_heads, int hs, float scale, int window, float softcap, int act,
-                         int ring, int cluster) {
+                         int ring, int cluster, int trigger) {
     extern __shared__ __align__(16) float stage[];  // [warp][ring][K, V rows]; then values
     __shared__ __align__(16) float qs[DA_VALUES];
     __shared__ __align__(16) float knew[DA_MAX_HS];
@@ -424,7 +418,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     cluster = 0;
 #endif
     // The step scalars are copied in before the pass and no kernel writes them.
-    if (DA_TRIGGER == 0) pdl_trigger();
+    if (trigger == 0) pdl_trigger();
     int p = step[0];
     if (p < 0 || p >= capacity) {
         pdl_wait();
@@ -483,7 +477,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         if (has_q) rq = da_rot(c, s, qd, rotary_dim, interleaved);
         if (has_k) rk = da_rot(c, s, tid, rotary_dim, interleaved);
         pdl_wait();
-        if (DA_TRIGGER == 1) pdl_trigger();
+        if (trigger == 1) pdl_trigger();
 
         const float* qh_src = qkv + (size_t)(h0 + qh) * hs;
         const float* kh_src = qkv + (size_t)(heads + kvh) * hs;
@@ -505,7 +499,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         __syncthreads();
         if (hs > 128) da_warp<2>(w, qs, pw, wm, wl);
         else da_warp<1>(w, qs, pw, wm, wl);
-        if (DA_TRIGGER == 2) pdl_trigger();
+        if (trigger == 2) pdl_trigger();
 
         // Merge the warps in warp order: the block's partial, or with one split the output.
         const float* wacc = stage;
@@ -534,7 +528,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         __syncthreads();
     } else {
         pdl_wait();  // an idle block of a working cluster writes partials and tickets below
-        if (DA_TRIGGER != 0) pdl_trigger();
+        if (trigger != 0) pdl_trigger();
     }
 
     if (in_cluster) {

@@ -150,7 +150,7 @@ impl CudaDecoder {
     ) -> Result<Self, Error> {
         crate::cuda::check_plan(plan).map_err(|why| Error::Invalid { what: "plan", why })?;
         let device = Device::open(options.device)?;
-        let kernels = Kernels::load(&device)?;
+        let mut kernels = Kernels::load(&device)?;
         let stream = device.ctx.default_stream();
         let limit = device_memory_limit(options)?;
         let driver_free = device.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
@@ -163,6 +163,8 @@ impl CudaDecoder {
         let may_stream = options.vram_budget.is_some()
             || estimated_bytes(plan) + estimated_state_bytes(plan, planned_length) > free;
         let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
+        let layer_linears = dev_model.layers.iter().flat_map(|l| l.linears());
+        kernels.fit_gemv_rule(layer_linears.filter_map(|l| l.one_row_dense()));
         let (prefill_gemm, gemm_reason) = blas::choose(options.prefill_gemm, &stream);
         let residency = if may_stream {
             let state_bytes = Buffers::bytes(&dev_model, planned_length, prefill_gemm) as u64;
@@ -203,6 +205,10 @@ impl CudaDecoder {
         )];
         reasons.push(gemm_reason);
         reasons.push(kernels.decode.describe());
+        reasons.push(format!(
+            "one-row dense linears: the {:?} rule",
+            kernels.decode_gemv
+        ));
         reasons.extend(residency.reason.clone());
         let info = BackendInfo {
             backend: "native".into(),

@@ -19,7 +19,7 @@ mod one_row;
 mod rows;
 mod shared;
 mod waves;
-pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
+pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
@@ -38,8 +38,11 @@ pub(crate) struct Kernels {
     /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
     /// and `GENAI_BRIDGE_PDL` is not `0`.
     pub pdl: bool,
-    /// Which kernel one-row linear layers use (`GENAI_BRIDGE_DECODE_GEMV`).
+    /// Which kernel one-row linear layers use (`GENAI_BRIDGE_DECODE_GEMV`; the default is
+    /// fitted to a model by `fit_gemv_rule`).
     pub decode_gemv: DecodeGemv,
+    /// Whether `GENAI_BRIDGE_DECODE_GEMV` named the rule (then no model changes it).
+    decode_gemv_named: bool,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
@@ -84,29 +87,6 @@ pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::Driver
     move |e| Error::Cuda {
         what,
         message: format!("{e:?}"),
-    }
-}
-
-/// Set to a percentage to ask every kernel for that shared-memory carveout at load, before the
-/// occupancy queries (the shared GEMV entries then take `GENAI_BRIDGE_SHARED_CARVEOUT`'s, 100
-/// unless set): an A/B switch. CUDA_NOTES round 18 suspects that kernels asking for different
-/// carveouts, in flight on one SM through the programmatic dependent launches, make it drain
-/// before it changes its split.
-const CARVEOUT_ALL_ENV: &str = "GENAI_BRIDGE_CARVEOUT_ALL";
-
-/// Asks every loaded kernel for the carveout [`CARVEOUT_ALL_ENV`] names, if it names one (a
-/// preference: the driver may choose otherwise, and the occupancy queries then say so).
-fn prefer_carveout(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) {
-    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
-    let percent = std::env::var(CARVEOUT_ALL_ENV).ok();
-    let Some(percent) = percent.as_deref().and_then(shared::percentage) else {
-        return;
-    };
-    if ctx.bind_to_thread().is_err() {
-        return;
-    }
-    for f in functions.values() {
-        let _ = f.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
     }
 }
 
@@ -162,14 +142,14 @@ impl Kernels {
                 functions.insert(symbol, f);
             }
         }
-        prefer_carveout(&device.ctx, &functions);
         let attention = functions.get("attention_decode_f32").ok_or(Error::Cuda {
             what: "kernel lookup",
             message: "attention_decode_f32 is not loaded".into(),
         })?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
-        let decode_gemv = DecodeGemv::from_env();
+        let named = DecodeGemv::from_env();
+        let decode_gemv = named.unwrap_or(DecodeGemv::Shared);
         // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
         // at load).
         let resident = match decode_gemv {
@@ -188,6 +168,7 @@ impl Kernels {
             cached,
             pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
             decode_gemv,
+            decode_gemv_named: named.is_some(),
             decode,
             resident,
             sms,
@@ -199,7 +180,7 @@ impl Kernels {
 
     /// Whether one-token attention of this geometry runs as the fused decode kernel here.
     pub(crate) fn decode_fits(&self, d: &DecodeHeads) -> bool {
-        d.supported() && self.decode.mode(d.head_size).is_some()
+        d.supported() && self.decode.mode(d).is_some()
     }
 
     pub(crate) fn get(&self, name: &'static str) -> Result<&CudaFunction, Error> {

@@ -233,6 +233,15 @@ impl DevLinear {
         })
     }
 
+    /// The dense kernel and one-row shape of this layer, or `None` for an int4 one (the plan
+    /// of a one-row launch depends on (k, n) only, not on a GLU).
+    pub fn one_row_dense(&self) -> Option<(&'static str, LinearShape)> {
+        match self.form {
+            Form::Dense { kernel } => Some((kernel, LinearShape::one_row(self.n, self.k, -1))),
+            Form::Int4 { .. } => None,
+        }
+    }
+
     /// Whether one row of this layer runs on the tensor-core int4 kernel here, which can read
     /// its x split by the norm before it ([`QuantScratch::x_split`]).
     pub fn reads_split_x(&self, ops: &Ops<'_>) -> bool {

@@ -4,13 +4,15 @@
 //! entry gives the same bits at the same split; the rules only move time.
 
 use super::{
-    DEC_COLS, DEC_WARPS, DevPtr, Error, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int, launch,
-    shared,
+    DEC_COLS, DEC_WARPS, DevPtr, Error, Kernels, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim,
+    int, launch, shared,
 };
 use cudarc::driver::CudaFunction;
 
-/// `pipe`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see [`DecodeGemv`]; unset or
-/// anything else: `Shared`): an A/B switch for measurements.
+/// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
+/// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
+/// layers' dense linears all run on the walk kernel, [`Kernels::fit_gemv_rule`]): an A/B switch
+/// for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// The one-row linear layers' kernel.
@@ -36,23 +38,44 @@ pub(crate) enum DecodeGemv {
     /// holds at once) take `gemv_decode_shared_*` at the same split where all their blocks are
     /// resident with their weights in shared memory (`kernels/shared.rs`): the default.
     Shared,
-    /// As `Shared` for every launch the rule gives the walk kernel (round 18: Qwen2.5-1.5B's
-    /// one-round qkv and o, -8.6%).
+    /// As `Shared` for every launch the rule gives the walk kernel (the default for a model
+    /// whose layers' dense linears are all such launches).
     SharedWalk,
 }
 
 impl DecodeGemv {
-    pub(super) fn from_env() -> DecodeGemv {
+    /// The rule [`DECODE_GEMV_ENV`] names, or `None` when it names none (the default).
+    pub(super) fn from_env() -> Option<DecodeGemv> {
         match std::env::var(DECODE_GEMV_ENV).as_deref() {
-            Ok("staged") => DecodeGemv::Staged,
-            Ok("split") => DecodeGemv::Split,
-            Ok("waves") => DecodeGemv::Waves,
-            Ok("onewave") => DecodeGemv::OneWave,
-            Ok("pipe") => DecodeGemv::Pipe,
-            Ok("shared-walk") => DecodeGemv::SharedWalk,
-            _ => DecodeGemv::Shared,
+            Ok("staged") => Some(DecodeGemv::Staged),
+            Ok("split") => Some(DecodeGemv::Split),
+            Ok("waves") => Some(DecodeGemv::Waves),
+            Ok("onewave") => Some(DecodeGemv::OneWave),
+            Ok("pipe") => Some(DecodeGemv::Pipe),
+            Ok("shared") => Some(DecodeGemv::Shared),
+            Ok("shared-walk") => Some(DecodeGemv::SharedWalk),
+            _ => None,
         }
     }
+}
+
+/// Whether the default rule widens to [`DecodeGemv::SharedWalk`] for a model whose layers'
+/// one-row dense launches got `plans` from [`DecodeGemv::Shared`]'s base rule: when every one
+/// of them runs on the walk kernel (and there is one). H200, CUDA_NOTES round 19 (fp16, the
+/// shared entries' carveout left to the driver): Qwen2.5-0.5B, where every layer GEMV is a walk
+/// launch, 1,443 → 1,511 tok/s; Qwen2.5-1.5B, where the qkv and o projections are walk launches
+/// between the MLP's pipelined ones, 782.6 → 771 (so it keeps the narrow rule). The measured
+/// cause is the layer's mix, not a launch's own time: alone, the shared entry loses every
+/// one-round launch to the walk (round 18).
+pub(super) fn widens(plans: impl IntoIterator<Item = OneRow>) -> bool {
+    let mut any = false;
+    for plan in plans {
+        if plan.via != RowKernel::Walk {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// Values of a row one warp of `gemv_decode_*` covers in two load rounds (4 units of 8 values
@@ -176,13 +199,40 @@ impl LinearShape {
     }
 }
 
+impl Kernels {
+    /// The walk or pipelined plan `rule` gives a one-row dense launch of `kind` over `s`
+    /// before any shared entry, and the walk kernel's resident block count.
+    fn base_plan(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
+        let resident = |name| self.resident.get(name).copied().unwrap_or(0);
+        let walk = resident(decode_kernel(kind));
+        let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)));
+        (plan, walk)
+    }
+
+    /// Fits the default rule (no [`DECODE_GEMV_ENV`]) to a model: [`DecodeGemv::SharedWalk`]
+    /// where [`widens`] says so for its layers' one-row dense launches (`linears`: each
+    /// kernel and shape), else it stays [`DecodeGemv::Shared`].
+    pub(crate) fn fit_gemv_rule(
+        &mut self,
+        linears: impl IntoIterator<Item = (&'static str, LinearShape)>,
+    ) {
+        if self.decode_gemv_named || self.decode_gemv != DecodeGemv::Shared {
+            return;
+        }
+        let plans = linears
+            .into_iter()
+            .map(|(kind, s)| self.base_plan(DecodeGemv::Shared, kind, &s).0);
+        if widens(plans) {
+            self.decode_gemv = DecodeGemv::SharedWalk;
+        }
+    }
+}
+
 impl Ops<'_> {
     /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        let resident = |name| self.k.resident.get(name).copied().unwrap_or(0);
-        let walk = resident(decode_kernel(kind));
-        let plan = s.one_row_plan(self.k.decode_gemv, walk, resident(decode_pipe_kernel(kind)));
+        let (plan, walk) = self.k.base_plan(self.k.decode_gemv, kind, s);
         let walked = plan.via == RowKernel::Walk;
         match self.k.decode_gemv {
             DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),

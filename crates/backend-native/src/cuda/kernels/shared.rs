@@ -38,45 +38,22 @@ pub(super) fn slots_bytes(k: usize, split: usize, weight_bytes: usize) -> usize 
     DEC_WARPS * DEC_COLS * slots * pieces * 32 * 16
 }
 
-/// The shared entries' preferred shared-memory carveout, in percent of the unified L1 and
-/// shared memory (100 unless set), or `driver` to leave the choice to the driver: an A/B
-/// switch (CUDA_NOTES round 18: an SM changing its split between kernels must drain first).
-const CARVEOUT_ENV: &str = "GENAI_BRIDGE_SHARED_CARVEOUT";
-
-/// The carveout `value` of [`CARVEOUT_ENV`] asks for: None for `driver`, 100 when unset or not
-/// a percentage.
-fn carveout(value: Option<&str>) -> Option<i32> {
-    match value {
-        Some("driver") => None,
-        Some(v) => Some(percentage(v).unwrap_or(100)),
-        None => Some(100),
-    }
-}
-
-/// `value` as a carveout percentage (0 to 100), None otherwise.
-pub(super) fn percentage(value: &str) -> Option<i32> {
-    value.parse().ok().filter(|p| (0..=100).contains(p))
-}
-
-/// Opts each shared entry into the device's largest dynamic shared memory per block and asks
-/// for the carveout [`CARVEOUT_ENV`] names, the largest by default (set before the occupancy
-/// queries, so what the rule reads is what launches get): the bytes a block may take, or 0
-/// when the driver refuses (launches then stay within the 48 KB every block may take).
+/// Opts each shared entry into the device's largest dynamic shared memory per block, leaving
+/// the carveout (how an SM splits its L1 and shared memory) to the driver: the bytes a block
+/// may take, or 0 when the driver refuses (launches then stay within the 48 KB every block
+/// may take). CUDA_NOTES round 19: asking these entries for the whole carveout cost 2% of
+/// Qwen2.5-0.5B's step with every GEMV on them, and 8% of Qwen2.5-1.5B's with only the qkv and
+/// o projections on them (an SM whose kernels in flight ask for different splits drains
+/// between them, the likely cause); asking every kernel for it cost 8% there too.
 pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> usize {
-    use cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
     if ctx.bind_to_thread().is_err() {
         return 0;
     }
-    let percent = carveout(std::env::var(CARVEOUT_ENV).ok().as_deref());
     let mut most = usize::MAX;
     for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
         let Some(f) = functions.get(shared_kernel(kind)) else {
             return 0;
         };
-        // A preference only: the driver may still choose less, which occupancy then reports.
-        if let Some(percent) = percent {
-            let _ = f.set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
-        }
         // The kernel's static shared memory is the epilogue's 32 bytes.
         most = most.min(super::opt_in_shared(ctx, f, 32, 0).unwrap_or(0));
     }
@@ -168,19 +145,6 @@ mod tests {
         assert_eq!(slots_bytes(896, 1, 4), 2 * slots_bytes(896, 1, 2));
         // A row shorter than a unit still takes one slot a lane.
         assert_eq!(slots_bytes(3, 1, 2), 4 * 2 * 512);
-    }
-
-    #[test]
-    fn the_carveout_switch_reads_a_percentage_or_driver() {
-        assert_eq!(carveout(None), Some(100));
-        assert_eq!(carveout(Some("50")), Some(50));
-        assert_eq!(carveout(Some("0")), Some(0));
-        assert_eq!(carveout(Some("driver")), None);
-        // Not a percentage: the default.
-        assert_eq!(carveout(Some("101")), Some(100));
-        assert_eq!(carveout(Some("half")), Some(100));
-        assert_eq!(percentage("100"), Some(100));
-        assert_eq!(percentage("-1"), None);
     }
 
     #[test]

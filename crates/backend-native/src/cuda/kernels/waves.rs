@@ -146,6 +146,7 @@ impl LinearShape {
 mod tests {
     use super::*;
     use crate::cuda::kernels::RowKernel;
+    use crate::cuda::kernels::one_row::widens;
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
         let s = LinearShape::one_row(n, k, -1);
@@ -236,6 +237,38 @@ mod tests {
         assert_eq!(plan(128_256, 4096), walk(4));
         // Long rows go to the pipelined kernel as under `pipe`.
         assert_eq!(plan(4096, 14_336), piped(2));
+    }
+
+    #[test]
+    fn the_default_widens_where_every_layer_linear_walks() {
+        let plans = |shapes: &[(usize, usize)]| -> Vec<OneRow> {
+            let plan = |&(n, k)| {
+                LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056)
+            };
+            shapes.iter().map(plan).collect()
+        };
+        // Qwen2.5-0.5B: qkv, o, gate/up and down all walk.
+        assert!(widens(plans(&[
+            (1152, 896),
+            (896, 896),
+            (9728, 896),
+            (896, 4864)
+        ])));
+        // Qwen2.5-1.5B and Llama-3-8B: the down projection is pipelined.
+        assert!(!widens(plans(&[
+            (2048, 1536),
+            (1536, 1536),
+            (17_920, 1536),
+            (1536, 8960)
+        ])));
+        assert!(!widens(plans(&[
+            (6144, 4096),
+            (4096, 4096),
+            (28_672, 4096),
+            (4096, 14_336)
+        ])));
+        // No dense linear (an int4 model): nothing to widen.
+        assert!(!widens(plans(&[])));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, AttentionParams};
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DecodeMode, decode_splits};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -201,23 +201,39 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         kv_heads,
         head_size: hs,
     };
-    let Some(mode) = c.kernels.decode.mode(hs) else {
+    let Some(mode) = c.kernels.decode.mode(&d) else {
         return Ok(Check {
             name: format!("decode attention hs{hs}: NOT RUN, the stage does not fit"),
             rel_diff: 0.0,
             limit: 0.0,
         });
     };
+    // The rule's mode, then each other cluster choice, ring depth and trigger the device has
+    // (each with a different trigger, so every trigger runs with both merges).
     let mut modes = vec![mode];
-    if mode.cluster {
+    if c.kernels.decode.cluster {
         modes.push(DecodeMode {
-            cluster: false,
+            cluster: !mode.cluster,
+            trigger: Trigger::AfterKeys,
             ..mode
         });
     }
     if mode.ring == 2 {
-        modes.push(DecodeMode { ring: 1, ..mode });
+        modes.push(DecodeMode {
+            ring: 1,
+            trigger: Trigger::AfterWait,
+            ..mode
+        });
     }
+    let other = if mode.trigger == Trigger::Start {
+        Trigger::AfterWait
+    } else {
+        Trigger::Start
+    };
+    modes.push(DecodeMode {
+        trigger: other,
+        ..mode
+    });
     let splits = decode_splits(cap);
     let (dq, dcos, dsin) = (c.up(&qkv)?, c.up(&cos)?, c.up(&sin)?);
     let step = c.up(&[p as i32, 1, 0, 0])?;

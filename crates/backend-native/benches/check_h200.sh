@@ -68,7 +68,7 @@ if want bench && [[ -d carry/bench/site ]]; then
                     >>"$out/make.log" 2>&1
             [[ -f "$dir/genai_config.json" ]] || { echo "$shape $precision: not made"; tail -3 "$out/make.log"; continue; }
             for mode in ${MODES:-graph eager}; do
-                # graph: the default; eager: no graph; nopdl: graph, plain launches;
+                # graph: the default (an empty switch is unset); eager: no graph; nopdl: graph, plain launches;
                 # nogemm: graph, prompts through the GEMV kernels; staged / split: graph,
                 # the shared-memory-staged decode GEMV or the warp-count split rule (GENAI_BRIDGE_DECODE_GEMV); nocluster: graph, decode
                 # attention merges its splits through global memory; scalar4: graph, int4
@@ -76,8 +76,8 @@ if want bench && [[ -d carry/bench/site ]]; then
                 GENAI_BRIDGE_CUDA_GRAPH=$([[ $mode == eager ]] && echo 0 || echo 1) \
                     GENAI_BRIDGE_PDL=$([[ $mode == nopdl ]] && echo 0 || echo 1) \
                     GENAI_BRIDGE_PREFILL_GEMM=$([[ $mode == nogemm ]] && echo 0 || echo 1) \
-                    GENAI_BRIDGE_DECODE_GEMV=$([[ $mode == staged || $mode == split ]] && echo "$mode" || echo waves) \
-                    GENAI_BRIDGE_DECODE_CLUSTER=$([[ $mode == nocluster ]] && echo 0 || echo 1) \
+                    GENAI_BRIDGE_DECODE_GEMV=$([[ $mode == staged || $mode == split ]] && echo "$mode") \
+                    GENAI_BRIDGE_DECODE_CLUSTER=$([[ $mode == nocluster ]] && echo 0) \
                     GENAI_BRIDGE_INT4_MMA=$([[ $mode == scalar4 ]] && echo 0 || echo 1) \
                     timeout 90 "$bin/genai-bridge" bench "$dir" \
                     --backend native --device cuda --prompt-tokens 128 \

@@ -1,9 +1,10 @@
 //! The one-row dense GEMV that copies every weight of a launch into shared memory before its
 //! wait (`gemv_decode_shared_*` in kernels/gemv_shared.cu): its shared-memory size, its set-up
-//! at load and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`;
-//! `shared-walk`; which rows each offers: `Ops::one_row_plan`): a launch whose blocks are all
-//! resident at once, each holding its weights in shared memory, runs there at the split the
-//! default rule gave it, so its bits are the default's.
+//! at load and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`, widened
+//! to `shared-walk` for a model whose layer linears all walk: `Kernels::fit_gemv_rule`; which
+//! rows each offers: `Ops::one_row_plan`): a launch whose blocks are all resident at once, each
+//! holding its weights in shared memory, runs there at the split the default rule gave it, so
+//! its bits are the default's.
 //!
 //! Why (CUDA_NOTES round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
 //! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its
@@ -13,7 +14,9 @@
 //! (launches the walk cannot hold in flight) +2.9% on Qwen2.5-0.5B fp16, the same elsewhere;
 //! every walk launch (`shared-walk`) +6.1% there but -8.6% on Qwen2.5-1.5B, where the entry
 //! alone is slower than the walk on one-round launches (all its copies land before any
-//! product) and its o projection loses ~5 µs a launch in the graph, not yet explained.
+//! product) and its o projection loses ~5 µs a launch in the graph. Round 19: most of that
+//! loss was the whole carveout these entries asked for (now left to the driver): `shared-walk`
+//! then gains 4.7% on Qwen2.5-0.5B and loses 1.5% on Qwen2.5-1.5B.
 
 use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, Ops, RowKernel};
 use cudarc::driver::{CudaContext, CudaFunction};

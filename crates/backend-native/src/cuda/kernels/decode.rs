@@ -201,11 +201,12 @@ impl DecodeDevice {
     pub fn describe(&self) -> String {
         let merge = if !self.cluster {
             "through global memory (no clusters here, or GENAI_BRIDGE_DECODE_CLUSTER=0)".into()
-        } else if self.cluster_always {
-            "in thread block clusters (GENAI_BRIDGE_DECODE_CLUSTER=1)".into()
+        } else if self.cluster_always || self.sms == 0 {
+            "in thread block clusters".into()
         } else {
             format!(
-                "in thread block clusters up to {} blocks a launch, through global memory past",
+                "in thread block clusters while one group of splits over every block row is at \
+                 most {} blocks (half the SMs), else through global memory",
                 self.sms / 2
             )
         };

@@ -17,7 +17,8 @@ How to run (python 3.11; offline once the packages are installed):
         --ep cuda --device cuda --out target/bench-models
 
 Options:
-  --shape      comma list of: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b (default qwen2.5-0.5b)
+  --shape      comma list of: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b, llama3.2-1b (default
+               qwen2.5-0.5b)
   --precision  comma list; fp32 and/or int4 with --ep cpu, fp16 and/or int4 with --ep cuda
                (default: fp32,int4 for cpu, fp16,int4 for cuda). int4 is the builder's default:
                MatMulNBits, 4 bits, block 32, symmetric, accuracy_level 4 on CPU.
@@ -100,6 +101,10 @@ SHAPES = {
     "llama3-8b": ("llama", dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                   num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False, rope_theta=5e5,
                   rms_norm_eps=1e-5)),
+    # Llama-3.2-1B without its llama3 rope scaling (random weights: the speed is the same).
+    "llama3.2-1b": ("llama", dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                    num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=True, rope_theta=5e5,
+                    rms_norm_eps=1e-5)),
 }
 PRECISIONS = {"cpu": ("fp32", "int4"), "cuda": ("fp16", "int4")}
 HF_DTYPE = {"cpu": "float32", "cuda": "float16"}

@@ -245,7 +245,7 @@ pub fn time_gemvs(
                         [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared]
                             .map(|via| OneRow { via, split: *split })
                             .into_iter()
-                            .filter(|plan| ops.one_row_fits("gemv_f16", &shape, *plan))
+                            .filter(|plan| ops.k.one_row_fits("gemv_f16", &shape, *plan))
                             .collect()
                     }
                     Some(_) => Vec::new(),

@@ -152,8 +152,10 @@ pub(crate) struct DecodeDevice {
     pub dynamic_max: usize,
     /// Clusters of [`GROUP`] blocks can be launched (sm_90+, not switched off, schedulable).
     pub cluster: bool,
-    /// Multiprocessors (0: unknown).
-    pub sms: usize,
+    /// Whether the qkv projection before each decode attention leaves the SMs free one by one:
+    /// more blocks than the device holds at once, or more than one load round a warp
+    /// (`Kernels::fit_attention_rule`, at load; false until then).
+    pub ragged_qkv: bool,
     /// [`DECODE_CLUSTER_ENV`]`=1`: clusters for every launch where they exist.
     pub cluster_always: bool,
     /// [`DECODE_TRIGGER_ENV`], when set.
@@ -169,23 +171,17 @@ impl DecodeDevice {
             .find(|&r| decode_stage_bytes(hs, r) <= self.dynamic_max)
     }
 
-    /// Whether a launch of `rows` block rows is wide: one group of splits a row covers more
-    /// than half the multiprocessors (false when their count is unknown).
-    pub fn wide(&self, rows: usize) -> bool {
-        self.sms > 0 && 2 * rows * GROUP > self.sms
-    }
-
     /// The mode for a geometry. The rule (H200, CUDA_NOTES round 19; fp16, 128-token prompt,
-    /// 256 decode tokens): a launch that is not [`wide`](Self::wide) merges in clusters and
-    /// lets the next kernel start at once (Qwen2.5-0.5B and 1.5B, 64 and 48 blocks: global
-    /// merges -6% and -3.5%, a trigger after the wait -1.9% and +0.8%); a wide one merges
-    /// through global memory and lets the next kernel start after its wait (Llama-3-8B, 128
-    /// blocks: 233.9 → 240.1 tok/s; either change alone 238.1). `None` when no stage fits.
+    /// 256 decode tokens): behind a qkv projection that fits in flight at once, the splits merge
+    /// in clusters and the next kernel may start at once (global merges: Qwen2.5-0.5B -6%,
+    /// Qwen2.5-1.5B -3.5%, Llama-3.2-1B -4.2% with its 128 blocks); behind a
+    /// [`ragged`](Self::ragged_qkv) one they merge through global memory and the next kernel
+    /// starts after this one's wait (Llama-3-8B: 233.9 → 240.1 tok/s; either change alone
+    /// 238.1). `None` when no stage fits.
     pub fn mode(&self, d: &DecodeHeads) -> Option<DecodeMode> {
         let ring = self.ring(d.head_size)?;
-        let wide = self.wide(d.rows());
-        let cluster = self.cluster && (self.cluster_always || !wide);
-        let fallback = if wide {
+        let cluster = self.cluster && (self.cluster_always || !self.ragged_qkv);
+        let fallback = if self.ragged_qkv {
             Trigger::AfterWait
         } else {
             Trigger::Start
@@ -200,15 +196,11 @@ impl DecodeDevice {
     /// One line for the route's reasons.
     pub fn describe(&self) -> String {
         let merge = if !self.cluster {
-            "through global memory (no clusters here, or GENAI_BRIDGE_DECODE_CLUSTER=0)".into()
-        } else if self.cluster_always || self.sms == 0 {
-            "in thread block clusters".into()
+            "through global memory (no clusters here, or GENAI_BRIDGE_DECODE_CLUSTER=0)"
+        } else if self.cluster_always || !self.ragged_qkv {
+            "in thread block clusters"
         } else {
-            format!(
-                "in thread block clusters while one group of splits over every block row is at \
-                 most {} blocks (half the SMs), else through global memory",
-                self.sms / 2
-            )
+            "through global memory (behind a qkv projection of more than one wave or round)"
         };
         format!(
             "decode attention: {} KiB of shared memory per block, splits merged {merge}",
@@ -226,7 +218,7 @@ impl DecodeDevice {
         let mut device = DecodeDevice {
             dynamic_max: 0,
             cluster: false,
-            sms: super::waves::multiprocessors(ctx),
+            ragged_qkv: false,
             cluster_always: cluster_switch.as_deref() == Some("1"),
             trigger: switch(DECODE_TRIGGER_ENV)
                 .as_deref()
@@ -553,7 +545,7 @@ mod tests {
         let h200 = DecodeDevice {
             dynamic_max: 227 * 1024 - 12_112,
             cluster: true,
-            sms: 132,
+            ragged_qkv: false,
             cluster_always: false,
             trigger: None,
         };
@@ -571,44 +563,40 @@ mod tests {
         assert_eq!(small.mode(&d(32, 8, 256)), None);
     }
 
-    /// The cluster and trigger rule on the measured shapes (CUDA_NOTES round 19), and the
-    /// switches over it.
+    /// The cluster and trigger rule (CUDA_NOTES round 19), and the switches over it.
     #[test]
-    fn wide_launches_merge_through_global_memory_and_trigger_after_their_wait() {
-        let d = |heads, kv_heads, head_size| DecodeHeads {
-            heads,
-            kv_heads,
-            head_size,
-        };
+    fn behind_a_ragged_qkv_the_splits_merge_through_global_memory_and_trigger_after_the_wait() {
         let h200 = DecodeDevice {
             dynamic_max: 227 * 1024 - 12_112,
             cluster: true,
-            sms: 132,
+            ragged_qkv: false,
             cluster_always: false,
             trigger: None,
         };
-        let mode = |dev: DecodeDevice, h| dev.mode(&h).map(|m| (m.cluster, m.trigger));
-        let (qwen05, qwen15, llama8) = (d(14, 2, 64), d(12, 2, 128), d(32, 8, 128));
-        assert_eq!((qwen05.rows(), qwen15.rows(), llama8.rows()), (8, 6, 16));
-        assert_eq!(mode(h200, qwen05), Some((true, Trigger::Start)));
-        assert_eq!(mode(h200, qwen15), Some((true, Trigger::Start)));
-        assert_eq!(mode(h200, llama8), Some((false, Trigger::AfterWait)));
-        // No clusters on the device: the trigger still follows the width.
-        let older = DecodeDevice {
-            cluster: false,
+        let llama8 = DecodeHeads {
+            heads: 32,
+            kv_heads: 8,
+            head_size: 128,
+        };
+        let mode = |dev: DecodeDevice| dev.mode(&llama8).map(|m| (m.cluster, m.trigger));
+        assert_eq!(mode(h200), Some((true, Trigger::Start)));
+        let ragged = DecodeDevice {
+            ragged_qkv: true,
             ..h200
         };
-        assert_eq!(mode(older, qwen05), Some((false, Trigger::Start)));
-        assert_eq!(mode(older, llama8), Some((false, Trigger::AfterWait)));
-        // An unknown multiprocessor count: nothing is wide.
-        let unknown = DecodeDevice { sms: 0, ..h200 };
-        assert_eq!(mode(unknown, llama8), Some((true, Trigger::Start)));
+        assert_eq!(mode(ragged), Some((false, Trigger::AfterWait)));
+        // No clusters on the device: the trigger still follows the qkv.
+        let older = DecodeDevice {
+            cluster: false,
+            ..ragged
+        };
+        assert_eq!(mode(older), Some((false, Trigger::AfterWait)));
         let forced = DecodeDevice {
             cluster_always: true,
             trigger: Some(Trigger::AfterKeys),
-            ..h200
+            ..ragged
         };
-        assert_eq!(mode(forced, llama8), Some((true, Trigger::AfterKeys)));
+        assert_eq!(mode(forced), Some((true, Trigger::AfterKeys)));
         assert_eq!(Trigger::parse("1"), Some(Trigger::AfterWait));
         assert_eq!(Trigger::parse("3"), None);
         assert_eq!(

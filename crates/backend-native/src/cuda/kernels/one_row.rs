@@ -78,6 +78,21 @@ pub(super) fn widens(plans: impl IntoIterator<Item = OneRow>) -> bool {
     any
 }
 
+/// Whether a one-row launch with `plan` over `s` leaves the SMs free one by one rather than
+/// all at once: the walk kernel with more blocks than the `walk` it holds at once or more
+/// than one load round a warp, or the pipelined kernel (three or more rounds); not the shared
+/// entry (every block resident with all its weights) or an unknown resident count (0).
+/// H200, CUDA_NOTES round 19: behind such a qkv projection (Llama-3-8B's 3,072 walk blocks)
+/// the decode attention's clusters lost 1.8%; behind a qkv held at once (Qwen2.5-0.5B, 1.5B,
+/// Llama-3.2-1B) global merges lost 3.5-6%.
+pub(super) fn ragged(s: &LinearShape, plan: OneRow, walk: usize) -> bool {
+    match plan.via {
+        RowKernel::Walk => walk > 0 && !s.walk_in_flight(plan.split, walk),
+        RowKernel::Pipe => true,
+        RowKernel::Shared => false,
+    }
+}
+
 /// Values of a row one warp of `gemv_decode_*` covers in two load rounds (4 units of 8 values
 /// per lane per round).
 const ROUND_VALUES: usize = 2 * 4 * 8 * 32;
@@ -209,6 +224,41 @@ impl Kernels {
         (plan, walk)
     }
 
+    /// [`Ops::one_row_plan`]: the plan of the rule in effect, and the walk kernel's resident
+    /// block count.
+    fn one_row_plan_walk(&self, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
+        let (plan, walk) = self.base_plan(self.decode_gemv, kind, s);
+        let walked = plan.via == RowKernel::Walk;
+        let plan = match self.decode_gemv {
+            DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
+            DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
+                self.shared_plan(kind, s, plan)
+            }
+            _ => plan,
+        };
+        (plan, walk)
+    }
+
+    /// The kernel and split the decode rule gives a one-row dense launch of `kind`.
+    pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
+        self.one_row_plan_walk(kind, s).0
+    }
+
+    /// Sets the decode attention's rule for a model (after [`Kernels::fit_gemv_rule`]) from
+    /// the qkv launch before each attention (`qkv`: kernel and shape of each layer's last qkv
+    /// part): merges through global memory and a trigger after the wait where any is
+    /// [`ragged`] (`DecodeDevice::mode`). An int4 qkv counts as not ragged (not measured).
+    pub(crate) fn fit_attention_rule(
+        &mut self,
+        qkv: impl IntoIterator<Item = (&'static str, LinearShape)>,
+    ) {
+        let ragged_qkv = qkv.into_iter().any(|(kind, s)| {
+            let (plan, walk) = self.one_row_plan_walk(kind, &s);
+            ragged(&s, plan, walk)
+        });
+        self.decode.ragged_qkv = ragged_qkv;
+    }
+
     /// Fits the default rule (no [`DECODE_GEMV_ENV`]) to a model: [`DecodeGemv::SharedWalk`]
     /// where [`widens`] says so for its layers' one-row dense launches (`linears`: each
     /// kernel and shape), else it stays [`DecodeGemv::Shared`].
@@ -232,15 +282,7 @@ impl Ops<'_> {
     /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        let (plan, walk) = self.k.base_plan(self.k.decode_gemv, kind, s);
-        let walked = plan.via == RowKernel::Walk;
-        match self.k.decode_gemv {
-            DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
-            DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
-                self.shared_plan(kind, s, plan)
-            }
-            _ => plan,
-        }
+        self.k.one_row_plan(kind, s)
     }
 
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
@@ -260,7 +302,7 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
         let shared = plan.shared_bytes(kind, &s);
-        if shared > self.shared_limit() {
+        if shared > self.k.shared_limit() {
             return Err(Error::Invalid {
                 what: "one-row linear",
                 why: format!("{s:?} with {plan:?} takes {shared} bytes of shared memory"),

@@ -18,7 +18,7 @@
 //! loss was the whole carveout these entries asked for (now left to the driver): `shared-walk`
 //! then gains 4.7% on Qwen2.5-0.5B and loses 1.5% on Qwen2.5-1.5B.
 
-use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, Ops, RowKernel};
+use super::{DEC_COLS, DEC_WARPS, Kernels, LinearShape, OneRow, RowKernel};
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
 
@@ -78,11 +78,11 @@ impl LinearShape {
     }
 }
 
-impl Ops<'_> {
+impl Kernels {
     /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
     /// them into, at least the 48 KB every block may take.
     pub(super) fn shared_limit(&self) -> usize {
-        self.k.shared_max.max(48 * 1024)
+        self.shared_max.max(48 * 1024)
     }
 
     /// Whether a block of `plan` for `kind` over `s` gets the shared memory it takes here.
@@ -94,14 +94,13 @@ impl Ops<'_> {
     /// memory and are all resident on the device at once (the occupancy query's answer).
     fn all_resident(&self, entry: &'static str, bytes: usize, blocks: usize) -> bool {
         let Some(f) = self
-            .k
             .functions
             .get(entry)
             .filter(|_| bytes <= self.shared_limit())
         else {
             return false;
         };
-        let memo = &self.k.shared_per_sm;
+        let memo = &self.shared_per_sm;
         let known = memo
             .lock()
             .ok()
@@ -115,7 +114,7 @@ impl Ops<'_> {
             }
             n
         });
-        one_wave(blocks, per_sm, self.k.sms)
+        one_wave(blocks, per_sm, self.sms)
     }
 
     /// `plan` (the default rule's) moved to `gemv_decode_shared_*` at its split when every

@@ -146,7 +146,7 @@ impl LinearShape {
 mod tests {
     use super::*;
     use crate::cuda::kernels::RowKernel;
-    use crate::cuda::kernels::one_row::widens;
+    use crate::cuda::kernels::one_row::{ragged, widens};
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
         let s = LinearShape::one_row(n, k, -1);
@@ -269,6 +269,28 @@ mod tests {
         ])));
         // No dense linear (an int4 model): nothing to widen.
         assert!(!widens(plans(&[])));
+    }
+
+    #[test]
+    fn a_qkv_of_several_waves_or_rounds_is_ragged() {
+        let ragged_qkv = |n, k| {
+            let s = LinearShape::one_row(n, k, -1);
+            ragged(&s, s.one_row_plan(DecodeGemv::Shared, H200, 1056), H200)
+        };
+        // Qwen2.5-0.5B, Qwen2.5-1.5B and Llama-3.2-1B: held at once.
+        assert!(!ragged_qkv(1152, 896) && !ragged_qkv(2048, 1536) && !ragged_qkv(3072, 2048));
+        // Llama-3-8B: 3,072 blocks at split 4, past the 924 the H200 holds.
+        assert!(ragged_qkv(6144, 4096));
+        // Long rows go to the pipelined kernel: ragged.
+        assert!(ragged_qkv(512, 14_336));
+        // An unknown resident count, or the shared entry: not.
+        let s = LinearShape::one_row(6144, 4096, -1);
+        assert!(!ragged(&s, OneRow::walk(4), 0));
+        let whole = OneRow {
+            via: RowKernel::Shared,
+            split: 4,
+        };
+        assert!(!ragged(&s, whole, H200));
     }
 
     #[test]

@@ -231,7 +231,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
             split,
         };
         let mut others = vec![(OneRow::pipe(split), aligned)];
-        if c.ops().one_row_fits(kernel, &s, shared) {
+        if c.kernels.one_row_fits(kernel, &s, shared) {
             others.extend([(shared, aligned), (shared, unaligned)]);
         }
         for (plan, at) in others {

@@ -238,7 +238,7 @@ pub fn time_gemvs(
                 let copies_w = (0..copies)
                     .map(|_| DevBuf::<u16>::zeros(&stream, case.n * case.k))
                     .collect::<Result<Vec<_>, _>>()?;
-                let rule = ops.one_row_plan("gemv_f16", &shape);
+                let rule = ops.k.one_row_plan("gemv_f16", &shape);
                 let plans = splits.iter().flat_map(|s| match s {
                     None => vec![rule],
                     Some(split) if [1, 2, 4].contains(split) => {

@@ -532,7 +532,7 @@ impl Ops<'_> {
     ) -> Result<(), Error> {
         if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
             // gemv_one_row checks the shape itself.
-            let plan = self.one_row_plan(kind, &s);
+            let plan = self.k.one_row_plan(kind, &s);
             return self.gemv_one_row(kind, w, x, bias, y, s, act, plan);
         }
         let (m, k, n, ldx, ldy, split) = s.check()?;

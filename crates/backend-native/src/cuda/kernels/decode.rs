@@ -542,13 +542,7 @@ mod tests {
         }
         // An H200 (227 KiB opt-in, ~12 KiB static) stages two passes at every head size; the
         // default 48 KiB stages one up to head size 128 and none at 256.
-        let h200 = DecodeDevice {
-            dynamic_max: 227 * 1024 - 12_112,
-            cluster: true,
-            ragged_qkv: false,
-            cluster_always: false,
-            trigger: None,
-        };
+        let h200 = h200();
         assert_eq!(h200.ring(256), Some(2));
         assert_eq!(h200.ring(128), Some(2));
         let small = DecodeDevice {
@@ -563,16 +557,22 @@ mod tests {
         assert_eq!(small.mode(&d(32, 8, 256)), None);
     }
 
-    /// The cluster and trigger rule (CUDA_NOTES round 19), and the switches over it.
-    #[test]
-    fn behind_a_ragged_qkv_the_splits_merge_through_global_memory_and_trigger_after_the_wait() {
-        let h200 = DecodeDevice {
+    /// An H200: 227 KiB of opt-in shared memory less ~12 KiB of static arrays, clusters, no
+    /// switches, the qkv held at once.
+    fn h200() -> DecodeDevice {
+        DecodeDevice {
             dynamic_max: 227 * 1024 - 12_112,
             cluster: true,
             ragged_qkv: false,
             cluster_always: false,
             trigger: None,
-        };
+        }
+    }
+
+    /// The cluster and trigger rule (CUDA_NOTES round 19), and the switches over it.
+    #[test]
+    fn behind_a_ragged_qkv_the_splits_merge_through_global_memory_and_trigger_after_the_wait() {
+        let h200 = h200();
         let llama8 = DecodeHeads {
             heads: 32,
             kv_heads: 8,

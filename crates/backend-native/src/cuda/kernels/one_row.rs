@@ -224,8 +224,7 @@ impl Kernels {
         (plan, walk)
     }
 
-    /// [`Ops::one_row_plan`]: the plan of the rule in effect, and the walk kernel's resident
-    /// block count.
+    /// [`Kernels::one_row_plan`] and the walk kernel's resident block count.
     fn one_row_plan_walk(&self, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
         let (plan, walk) = self.base_plan(self.decode_gemv, kind, s);
         let walked = plan.via == RowKernel::Walk;
@@ -239,7 +238,8 @@ impl Kernels {
         (plan, walk)
     }
 
-    /// The kernel and split the decode rule gives a one-row dense launch of `kind`.
+    /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
+    /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
         self.one_row_plan_walk(kind, s).0
     }
@@ -279,15 +279,9 @@ impl Kernels {
 }
 
 impl Ops<'_> {
-    /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
-    /// launch of `kind`.
-    pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        self.k.one_row_plan(kind, s)
-    }
-
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
     /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair (1, 2 or 4;
-    /// [`Ops::one_row_plan`] gives the rule's).
+    /// [`Kernels::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,

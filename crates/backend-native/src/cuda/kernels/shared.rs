@@ -2,7 +2,7 @@
 //! wait (`gemv_decode_shared_*` in kernels/gemv_shared.cu): its shared-memory size, its set-up
 //! at load and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`, widened
 //! to `shared-walk` for a model whose layer linears all walk: `Kernels::fit_gemv_rule`; which
-//! rows each offers: `Ops::one_row_plan`): a launch whose blocks are all resident at once, each
+//! rows each offers: `Kernels::one_row_plan`): a launch whose blocks are all resident at once, each
 //! holding its weights in shared memory, runs there at the split the default rule gave it, so
 //! its bits are the default's.
 //!

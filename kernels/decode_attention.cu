@@ -55,13 +55,7 @@
 
 #define DA_THREADS 256
 #define DA_WARPS 8
-// Query heads per block at most (da_heads). A tuning switch: GENAI_BRIDGE_NVRTC_DEFINES may set
-// DA_HEADS=1 (one query head a block: twice the blocks, half a warp's score and value work);
-// the host mirrors it (decode_heads in kernels/decode.rs).
-#ifndef DA_HEADS
-#define DA_HEADS 2
-#endif
-static_assert(DA_HEADS == 1 || DA_HEADS == 2, "DA_HEADS is 1 or 2");
+#define DA_HEADS 2          // query heads per block at most (da_heads)
 #define DA_KEYS 4           // keys per warp per pass
 #define DA_PASS 32          // positions per block pass: DA_WARPS * DA_KEYS
 #define DA_GROUP 8          // splits per merge group (the cluster width)
@@ -77,9 +71,7 @@ static_assert(DA_HEADS * 128 <= DA_THREADS && DA_MAX_HS <= DA_THREADS, "rotation
 
 // Query heads one block serves (mirrored by `decode_heads` in kernels/decode.rs): two float4
 // units per lane past head size 128 halve them, keeping q and the accumulators in registers.
-__device__ __forceinline__ int da_heads(int hs) {
-    return hs > 128 ? (DA_HEADS > 1 ? DA_HEADS / 2 : 1) : DA_HEADS;
-}
+__device__ __forceinline__ int da_heads(int hs) { return hs > 128 ? DA_HEADS / 2 : DA_HEADS; }
 
 // Passes per split, splits and groups for n attended positions (mirrored by `decode_layout`).
 struct DaLayout {
@@ -246,7 +238,7 @@ template <int U>
 __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict__ qs,
                                         float (*pw)[DA_PW], float (*wm)[DA_HEADS],
                                         float (*wl)[DA_HEADS]) {
-    constexpr int HB = DA_HEADS / U > 0 ? DA_HEADS / U : 1;  // query heads of the block at most
+    constexpr int HB = DA_HEADS / U;  // query heads of the block at most
     constexpr int M = DA_KEYS * HB;   // (head, key) pairs of a tile
     constexpr int R = 32 / M;         // lanes holding each pair's score
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, hs = w.hs, units = hs >> 2;

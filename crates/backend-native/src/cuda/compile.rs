@@ -205,21 +205,6 @@ fn defines(list: &str) -> Result<Vec<String>, Error> {
     Ok(words.iter().map(|w| format!("-D{w}")).collect())
 }
 
-/// The value GENAI_BRIDGE_NVRTC_DEFINES gives `name` (the last word naming it), for the host
-/// side of a define it must mirror; None when unset or malformed (the compile then fails).
-pub(crate) fn define_value(name: &str) -> Option<String> {
-    define_in(&std::env::var(DEFINES_ENV).unwrap_or_default(), name)
-}
-
-fn define_in(list: &str, name: &str) -> Option<String> {
-    defines(list).ok()?;
-    list.split([',', ' '])
-        .filter_map(|w| w.split_once('='))
-        .filter(|(n, _)| *n == name)
-        .map(|(_, v)| v.to_string())
-        .next_back()
-}
-
 fn options(arch: &str) -> Result<Vec<String>, Error> {
     let mut all = vec![format!("--gpu-architecture={arch}")];
     all.extend(OPTIONS.iter().map(|s| s.to_string()));
@@ -403,16 +388,6 @@ mod tests {
             vec!["-DDEC_MIN_BLOCKS=10", "-DX_1=2", "-DW=ok"]
         );
         assert!(defines("").expect("empty").is_empty());
-        assert_eq!(
-            define_in("A=1, DA_HEADS=1 B=2", "DA_HEADS").as_deref(),
-            Some("1")
-        );
-        assert_eq!(
-            define_in("DA_HEADS=2 DA_HEADS=1", "DA_HEADS").as_deref(),
-            Some("1")
-        );
-        assert_eq!(define_in("DA_HEADSX=1", "DA_HEADS"), None);
-        assert_eq!(define_in("DA_HEADS=1 bad", "DA_HEADS"), None);
         assert!(defines(" , ").expect("separators only").is_empty());
         let err = defines("A=1 bad =3 9A=1 Y=a;b Z= W=ok")
             .expect_err("malformed words")

@@ -14,7 +14,7 @@ pub(crate) const GROUP: usize = 8;
 pub(crate) const MAX_SPLITS: usize = 64;
 /// Passes per split while the splits number at most [`MAX_SPLITS`] (`DA_STAGED`).
 const STAGED: usize = 2;
-/// Query heads one block serves at most by default (`DA_HEADS`).
+/// Query heads one block serves at most (`DA_HEADS`).
 const HEADS: usize = 2;
 /// Threads per block (`DA_THREADS`).
 const THREADS: u32 = 256;
@@ -65,25 +65,10 @@ pub(crate) fn decode_splits(capacity: usize) -> usize {
     at(one_pass).max(at(staged))
 }
 
-/// Query heads one block serves at most as the kernels are compiled: [`HEADS`], or 1 where
-/// GENAI_BRIDGE_NVRTC_DEFINES sets `DA_HEADS=1` (a tuning switch; the kernel refuses values
-/// other than 1 and 2 at compile time).
-fn heads_per_block() -> usize {
-    static MOST: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MOST.get_or_init(|| {
-        let one = crate::cuda::compile::define_value("DA_HEADS").as_deref() == Some("1");
-        if one { 1 } else { HEADS }
-    })
-}
-
-/// Query heads one block serves (`da_heads`): [`heads_per_block`], halved (to at least 1) past
-/// head size 128 (two float4 units per lane).
+/// Query heads one block serves (`da_heads`): 2, or 1 past head size 128 (two float4 units
+/// per lane).
 pub(crate) fn decode_heads(hs: usize) -> usize {
-    heads_within(hs, heads_per_block())
-}
-
-fn heads_within(hs: usize, most: usize) -> usize {
-    if hs > 128 { (most / 2).max(1) } else { most }
+    if hs > 128 { HEADS / 2 } else { HEADS }
 }
 
 /// Dynamic shared memory of one block: every warp's `ring` slots of 4 keys and 4 values.
@@ -540,9 +525,6 @@ mod tests {
         assert_eq!(d(28, 4, 128).rows(), 16);
         assert_eq!(d(12, 2, 256).rows(), 12); // 1 head per block past head size 128
         assert_eq!(d(14, 2, 132).rows(), 14);
-        // DA_HEADS=1 (the tuning switch) gives every head size one query head a block.
-        assert_eq!([64, 128, 256].map(|hs| heads_within(hs, 2)), [2, 2, 1]);
-        assert_eq!([64, 128, 256].map(|hs| heads_within(hs, 1)), [1, 1, 1]);
         assert!(d(12, 2, 128).supported());
         assert!(!d(12, 2, 18).supported()); // rows not 16-byte multiples
         assert!(!d(12, 5, 128).supported());

@@ -14,12 +14,18 @@ use std::collections::HashMap;
 /// Values of one column a warp of `gemv_decode_*` loads per round (4 loads of 8 values per lane).
 const ROUND_VALUES: usize = 4 * 8 * 32;
 
-/// The one-row dense kernels whose resident block count the rules need: both one-row entries
-/// of each dense linear kernel.
+/// The one-row dense kernels whose resident block count the rules need: the walk, pipelined
+/// and looping entries of each dense linear kernel.
 fn kernels() -> impl Iterator<Item = &'static str> {
     ["gemv_f32", "gemv_f16", "gemv_bf16"]
         .into_iter()
-        .flat_map(|kind| [super::decode_kernel(kind), super::decode_pipe_kernel(kind)])
+        .flat_map(|kind| {
+            [
+                super::decode_kernel(kind),
+                super::decode_pipe_kernel(kind),
+                super::decode_loop_kernel(kind),
+            ]
+        })
 }
 
 /// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at
@@ -95,7 +101,8 @@ impl LinearShape {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk => {
+            | DecodeGemv::SharedWalk
+            | DecodeGemv::Loop => {
                 let split = self.decode_split_waves(walk, self.decode_split());
                 let piped = OneRow::pipe;
                 if rule == DecodeGemv::Waves || pipe == 0 {
@@ -305,11 +312,17 @@ mod tests {
 
     #[test]
     fn the_kernels_counted_are_the_one_row_dense_kernels() {
-        let gemv = crate::cuda::compile::family("gemv").expect("the gemv family");
+        let family = |name| crate::cuda::compile::family(name).expect("a gemv family");
+        let (gemv, looped) = (family("gemv"), family("gemv_loop"));
         let counted: Vec<&str> = kernels().collect();
-        assert_eq!(counted.len(), 6);
+        assert_eq!(counted.len(), 9);
         for name in counted {
-            assert!(gemv.symbols.contains(&name), "{name}");
+            let symbols = if name.starts_with("gemv_decode_loop_") {
+                looped.symbols
+            } else {
+                gemv.symbols
+            };
+            assert!(symbols.contains(&name), "{name}");
             assert!(name.starts_with("gemv_decode_"), "{name}");
         }
     }

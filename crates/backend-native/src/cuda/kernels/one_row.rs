@@ -1,8 +1,7 @@
 //! The one-row (decode-step) dense linear layers: which entry of a dense linear kernel a launch
 //! takes (`gemv_decode_*`, `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_loop_*`)
-//! and at which split,
-//! the rules behind that choice (`GENAI_BRIDGE_DECODE_GEMV`), and the launch itself. Every
-//! entry gives the same bits at the same split; the rules only move time.
+//! and at which split, the rules behind that choice (`GENAI_BRIDGE_DECODE_GEMV`), and the launch
+//! itself. Every entry gives the same bits at the same split; the rules only move time.
 
 use super::{
     DEC_COLS, DEC_WARPS, DevPtr, Error, Kernels, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim,
@@ -328,8 +327,8 @@ impl Kernels {
 
 impl Ops<'_> {
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
-    /// `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_loop_*`) with `plan.split` warps per column pair (1, 2 or 4;
-    /// [`Kernels::one_row_plan`] gives the rule's).
+    /// `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_loop_*`) with `plan.split`
+    /// warps per column pair (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,

@@ -101,6 +101,12 @@ pub(super) fn ragged(s: &LinearShape, plan: OneRow, walk: usize) -> bool {
     }
 }
 
+/// Whether the `loop` rule moves a launch with `plan` over `s` to `gemv_decode_loop_*`: a walk
+/// launch of more blocks than the `walk` the device holds at once (0: unknown, never).
+pub(super) fn loops(s: &LinearShape, plan: OneRow, walk: usize) -> bool {
+    plan.via == RowKernel::Walk && walk > 0 && s.decode_blocks(plan.split) > walk
+}
+
 /// Values of a row one warp of `gemv_decode_*` covers in two load rounds (4 units of 8 values
 /// per lane per round).
 const ROUND_VALUES: usize = 2 * 4 * 8 * 32;
@@ -271,7 +277,7 @@ impl Kernels {
             DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
                 self.shared_plan(kind, s, plan)
             }
-            DecodeGemv::Loop if walked && walk > 0 && s.decode_blocks(plan.split) > walk => {
+            DecodeGemv::Loop if loops(s, plan, walk) => {
                 match self.resident_blocks(decode_loop_kernel(kind)) {
                     0 => plan,
                     blocks => OneRow {

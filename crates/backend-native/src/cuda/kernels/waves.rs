@@ -153,7 +153,7 @@ impl LinearShape {
 mod tests {
     use super::*;
     use crate::cuda::kernels::RowKernel;
-    use crate::cuda::kernels::one_row::{ragged, widens};
+    use crate::cuda::kernels::one_row::{loops, ragged, widens};
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
         let s = LinearShape::one_row(n, k, -1);
@@ -276,6 +276,48 @@ mod tests {
         ])));
         // No dense linear (an int4 model): nothing to widen.
         assert!(!widens(plans(&[])));
+    }
+
+    #[test]
+    fn the_loop_rule_takes_the_walks_of_several_waves() {
+        // Per shape: qkv, o, gate/up (GLU pairs), down, lm_head; which the `loop` rule moves.
+        let moved = |shapes: &[(usize, usize)]| -> Vec<bool> {
+            let moved = |&(n, k)| {
+                let s = LinearShape::one_row(n, k, -1);
+                loops(&s, s.one_row_plan(DecodeGemv::Loop, H200, 1056), H200)
+            };
+            shapes.iter().map(moved).collect()
+        };
+        // Qwen2.5-0.5B: gate/up (1,216 blocks) and lm_head.
+        let qwen05 = [
+            (1152, 896),
+            (896, 896),
+            (9728, 896),
+            (896, 4864),
+            (151_936, 896),
+        ];
+        assert_eq!(moved(&qwen05), [false, false, true, false, true]);
+        // Qwen2.5-1.5B: gate/up (4,480 blocks) and lm_head; down is pipelined.
+        let qwen15 = [
+            (2048, 1536),
+            (1536, 1536),
+            (17_920, 1536),
+            (1536, 8960),
+            (151_936, 1536),
+        ];
+        assert_eq!(moved(&qwen15), [false, false, true, false, true]);
+        // Llama-3-8B: qkv (3,072), o (2,048), gate/up and lm_head; down is pipelined.
+        let llama8 = [
+            (6144, 4096),
+            (4096, 4096),
+            (28_672, 4096),
+            (4096, 14_336),
+            (128_256, 4096),
+        ];
+        assert_eq!(moved(&llama8), [true, true, true, false, true]);
+        // An unknown resident count moves nothing.
+        let s = LinearShape::one_row(17_920, 1536, -1);
+        assert!(!loops(&s, OneRow::walk(2), 0));
     }
 
     #[test]

@@ -243,7 +243,7 @@ pub fn time_gemvs(
                     None => vec![rule],
                     Some(split) if [1, 2, 4].contains(split) => {
                         let looped = RowKernel::Loop {
-                            blocks: ops.k.resident_blocks("gemv_decode_loop_f16"),
+                            blocks: ops.k.loop_blocks("gemv_f16"),
                         };
                         [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared, looped]
                             .map(|via| OneRow { via, split: *split })

@@ -180,7 +180,7 @@ impl DecodeDevice {
     /// 238.1). `None` when no stage fits.
     pub fn mode(&self, d: &DecodeHeads) -> Option<DecodeMode> {
         let ring = self.ring(d.head_size)?;
-        let cluster = self.cluster && (self.cluster_always || !self.ragged_qkv);
+        let cluster = self.merges_in_clusters();
         let fallback = if self.ragged_qkv {
             Trigger::AfterWait
         } else {
@@ -193,11 +193,17 @@ impl DecodeDevice {
         })
     }
 
+    /// Whether the rule merges the splits in clusters: where the device has them, unless the
+    /// qkv before is ragged (and `GENAI_BRIDGE_DECODE_CLUSTER=1` does not force them).
+    fn merges_in_clusters(&self) -> bool {
+        self.cluster && (self.cluster_always || !self.ragged_qkv)
+    }
+
     /// One line for the route's reasons.
     pub fn describe(&self) -> String {
         let merge = if !self.cluster {
             "through global memory (no clusters here, or GENAI_BRIDGE_DECODE_CLUSTER=0)"
-        } else if self.cluster_always || !self.ragged_qkv {
+        } else if self.merges_in_clusters() {
             "in thread block clusters"
         } else {
             "through global memory (behind a qkv projection of more than one wave or round)"

@@ -264,8 +264,14 @@ impl Kernels {
 
     /// Blocks of the one-row entry `entry` the device holds at once (0: unknown, or a rule
     /// that did not ask).
-    pub(crate) fn resident_blocks(&self, entry: &'static str) -> usize {
+    fn resident_blocks(&self, entry: &'static str) -> usize {
         self.resident.get(entry).copied().unwrap_or(0)
+    }
+
+    /// Blocks of the looping entry of a dense linear kernel `kind` the device holds at once:
+    /// the most a [`RowKernel::Loop`] launch takes (0: unknown).
+    pub(crate) fn loop_blocks(&self, kind: &'static str) -> usize {
+        self.resident_blocks(decode_loop_kernel(kind))
     }
 
     /// [`Kernels::one_row_plan`] and the walk kernel's resident block count.
@@ -277,15 +283,13 @@ impl Kernels {
             DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
                 self.shared_plan(kind, s, plan)
             }
-            DecodeGemv::Loop if loops(s, plan, walk) => {
-                match self.resident_blocks(decode_loop_kernel(kind)) {
-                    0 => plan,
-                    blocks => OneRow {
-                        via: RowKernel::Loop { blocks },
-                        split: plan.split,
-                    },
-                }
-            }
+            DecodeGemv::Loop if loops(s, plan, walk) => match self.loop_blocks(kind) {
+                0 => plan,
+                blocks => OneRow {
+                    via: RowKernel::Loop { blocks },
+                    split: plan.split,
+                },
+            },
             _ => plan,
         };
         (plan, walk)

@@ -233,11 +233,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
         let mut others = vec![(OneRow::pipe(split), aligned)];
         // The looping entry with 1 and 3 blocks (every block walks several column groups, the
         // last one short) and with as many as the device holds, aligned and not.
-        for blocks in [
-            1,
-            3,
-            c.kernels.resident_blocks("gemv_decode_loop_f32").max(1),
-        ] {
+        for blocks in [1, 3, c.kernels.loop_blocks(kernel).max(1)] {
             let looped = OneRow {
                 via: RowKernel::Loop { blocks },
                 split,

@@ -63,22 +63,6 @@
 #define DA_STAGED 2         // passes per split while the splits number at most DA_MAX_SPLITS
 #define DA_MAX_HS 256
 #define DA_VALUES 1024      // query heads per block * head size at most
-// DA_PUSH=1, a tuning switch (GENAI_BRIDGE_NVRTC_DEFINES; off; the host needs no mirror): in a
-// cluster every split's block stores its partial into rank 0's shared memory
-// (st.shared::cluster) and arrives at the cluster barrier; the ranks past 0 then leave, and
-// rank 0 alone waits and merges the group from its own memory. By default every partial stays
-// in its block and every block waits at two barriers, the second keeping its memory alive while
-// rank 0 reads it (rank 0 merges every pair: da_heads(hs) * hs <= DA_THREADS). The same
-// arithmetic in the same order either way: the same bits. Each block also arrives (relaxed) at
-// its start and waits before its first push, so no block stores into one that has not started.
-#ifndef DA_PUSH
-#define DA_PUSH 0
-#endif
-#if DA_PUSH
-#define DA_GROUP_TICKETS 1  // tickets a group takes past one group: its rank 0's
-#else
-#define DA_GROUP_TICKETS DA_GROUP  // every block of the group takes one
-#endif
 // One thread per query value of a block and per value of the new key (the rotation).
 static_assert(DA_HEADS * 128 <= DA_THREADS && DA_MAX_HS <= DA_THREADS, "rotation threads");
 // Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
@@ -403,13 +387,6 @@ __device__ __forceinline__ float cluster_load(u32 addr) {
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
     return v;
 }
-
-#if DA_PUSH
-// Stores v at the shared-memory address `addr` of a cluster block (from cluster_map).
-__device__ __forceinline__ void cluster_store(u32 addr, float v) {
-    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
-}
-#endif
 #endif
 
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
@@ -429,10 +406,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     // The block's partial: max, sum per head, then the unnormalised values `[head][hs]`.
     __shared__ __align__(16) float bpart[2 * DA_HEADS + DA_VALUES];
     __shared__ int last;
-#if DA_PUSH
-    // Rank 0 of a cluster: each split's partial, pushed by its block, laid out as bpart.
-    __shared__ __align__(16) float inbox[DA_GROUP][2 * DA_HEADS + DA_THREADS];
-#endif
 
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int split = blockIdx.x, row = blockIdx.y;
@@ -461,9 +434,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         pdl_wait();
         return;
     }
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-    if (in_cluster) cluster_arrive_relaxed();  // this block has started (waited for: a push)
-#endif
     if (active) {
         int s0 = lo + split * lay.passes * DA_PASS;
         int s1 = min(p + 1, s0 + lay.passes * DA_PASS);
@@ -533,9 +503,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
 
         // Merge the warps in warp order: the block's partial, or with one split the output.
         const float* wacc = stage;
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-        if (in_cluster) cluster_wait();  // every block of the cluster has started
-#endif
         for (int e = tid; e < hg * hs; e += DA_THREADS) {
             int h = e / hs, d = e - h * hs;
             float m[8], l[8], a[8];
@@ -550,17 +517,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             if (lay.splits == 1) {
                 out[(size_t)(h0 + h) * hs + d] = round_act(ao * (1.0f / ls), act);
             } else {
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-                if (in_cluster) {
-                    u32 slot = cluster_map(smem_u32(inbox[cluster_rank()]), 0u);
-                    cluster_store(slot + 4u * (2 * DA_HEADS + e), ao);
-                    if (d == 0) {
-                        cluster_store(slot + 4u * h, mo);
-                        cluster_store(slot + 4u * (DA_HEADS + h), ls);
-                    }
-                    continue;
-                }
-#endif
                 bpart[2 * DA_HEADS + e] = ao;
                 if (d == 0) {
                     bpart[h] = mo;
@@ -569,41 +525,24 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             }
         }
         if (lay.splits == 1) return;
-#if DA_PUSH
-        if (!in_cluster)  // pushed partials need no barrier of the block
-#endif
-            __syncthreads();
+        __syncthreads();
     } else {
         pdl_wait();  // an idle block of a working cluster writes partials and tickets below
         if (trigger != 0) pdl_trigger();
-#if DA_PUSH && __CUDA_ARCH__ >= 900
-        cluster_wait();  // the start's arrival, waited for before arriving again
-#endif
     }
 
     if (in_cluster) {
 #if __CUDA_ARCH__ >= 900
-#if DA_PUSH
-        // Every split's partial is in rank 0's inbox once every block has arrived (each
-        // arrival releases its block's pushes); the other ranks leave at once.
-        cluster_arrive();
-        if (cluster_rank() != 0) return;
-        cluster_wait();
-        int rank = 0, first = group * DA_GROUP;
-#else
         // Every block's partial is in its shared memory: block `rank` merges pairs
         // rank * DA_THREADS + tid of the group, reading the group's splits in order.
         cluster_arrive();
         cluster_wait();
         int rank = (int)cluster_rank(), first = group * DA_GROUP;
-#endif
         int count = min(DA_GROUP, lay.splits - first);
         int e = rank * DA_THREADS + tid;
         if (e < hg * hs) {
             int h = e / hs, d = e - h * hs;
-#if !DA_PUSH
             u32 base = smem_u32(bpart);
-#endif
             float m[8], l[8], a[8];
 #pragma unroll
             for (int i = 0; i < DA_GROUP; i++) {
@@ -611,16 +550,10 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 l[i] = 0.0f;
                 a[i] = 0.0f;
                 if (i < count) {
-#if DA_PUSH
-                    m[i] = inbox[i][h];
-                    l[i] = inbox[i][DA_HEADS + h];
-                    a[i] = inbox[i][2 * DA_HEADS + e];
-#else
                     u32 r = cluster_map(base, (u32)i);
                     m[i] = cluster_load(r + 4u * h);
                     l[i] = cluster_load(r + 4u * (DA_HEADS + h));
                     a[i] = cluster_load(r + 4u * (2 * DA_HEADS + e));
-#endif
                 }
             }
             float mo, ls, ao;
@@ -636,13 +569,11 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 }
             }
         }
-#if !DA_PUSH
         cluster_arrive_relaxed();  // done reading the others' shared memory
-#endif
         if (lay.groups > 1) {
             __threadfence();
             __syncthreads();
-            if (tid == 0) last = atomicAdd(counts + row, 1) == lay.groups * DA_GROUP_TICKETS - 1;
+            if (tid == 0) last = atomicAdd(counts + row, 1) == lay.groups * DA_GROUP - 1;
             __syncthreads();
             if (last) {
                 __threadfence();
@@ -666,9 +597,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                 if (tid == 0) counts[row] = 0;
             }
         }
-#if !DA_PUSH
         cluster_wait();  // no block leaves while another may still read its shared memory
-#endif
 #endif
         return;
     }

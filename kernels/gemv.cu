@@ -151,6 +151,21 @@ extern "C" __global__ void __launch_bounds__(256)
 #define DEC_BOUNDS __launch_bounds__(128)
 #endif
 
+// One iteration's loads: L units (stride apart from u0) of each valid column.
+template <typename W, int L, int H>
+__device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
+                                            const bool (&valid)[DEC_COLS], int u0, int stride,
+                                            int units, int k, bool vec,
+                                            uint4 (&raw)[DEC_COLS][L][H]) {
+#pragma unroll
+    for (int l = 0; l < L; l++) {
+        int u = u0 + l * stride;
+#pragma unroll
+        for (int j = 0; j < DEC_COLS; j++)
+            if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
+    }
+}
+
 // UNITS: 16-byte loads per column per lane in a round; PIPE: the next round's loads go out
 // before this round's arithmetic (units past the row are not loaded and never used).
 template <typename W, int KIND, int UNITS, bool PIPE>
@@ -187,7 +202,16 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
             fetch_units<W, L, H>(wr, valid, u0 + L * stride, stride, units, k, vec, next);
         else if (u0 != part * 32 + lane)
             fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
-        round_products<KIND, L, H>(raw, valid, u0, stride, units, x, k, xvec, acc);
+#pragma unroll
+        for (int l = 0; l < L; l++) {
+            int u = u0 + l * stride;
+            if (u >= units) break;
+            float xv[8];
+            x_unit(nullptr, 0, x, 0, 0, u * 8, k, false, xvec, xv);
+#pragma unroll
+            for (int j = 0; j < DEC_COLS; j++)
+                if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
+        }
         if (PIPE) {
 #pragma unroll
             for (int j = 0; j < DEC_COLS; j++)

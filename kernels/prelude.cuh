@@ -313,7 +313,7 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
     }
 }
 
-// ---- One-row helpers of gemv.cu, gemv_shared.cu and gemv_loop.cu ----------------------
+// ---- One-row helpers of gemv.cu and gemv_shared.cu -----------------------------------------
 
 // The raw bytes of the 8-value unit at column c of a weight row (zero past k).
 template <typename W>
@@ -356,41 +356,6 @@ __device__ __forceinline__ float dot_unit(const uint4 (&raw)[H], const float* xv
     return acc;
 }
 
-// One iteration's loads: L units (stride apart from u0) of each valid column.
-template <typename W, int L, int H>
-__device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
-                                            const bool (&valid)[DEC_COLS], int u0, int stride,
-                                            int units, int k, bool vec,
-                                            uint4 (&raw)[DEC_COLS][L][H]) {
-#pragma unroll
-    for (int l = 0; l < L; l++) {
-        int u = u0 + l * stride;
-#pragma unroll
-        for (int j = 0; j < DEC_COLS; j++)
-            if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
-    }
-}
-
-// One round's products: units u0, u0 + stride, ... (L of them, those in the row) of each valid
-// column, each with its 8 values of x (read from global memory), added in order.
-template <int KIND, int L, int H>
-__device__ __forceinline__ void round_products(const uint4 (&raw)[DEC_COLS][L][H],
-                                               const bool (&valid)[DEC_COLS], int u0,
-                                               int stride, int units,
-                                               const float* __restrict__ x, int k, bool xvec,
-                                               float (&acc)[DEC_COLS]) {
-#pragma unroll
-    for (int l = 0; l < L; l++) {
-        int u = u0 + l * stride;
-        if (u >= units) break;
-        float xv[8];
-        x_unit(nullptr, 0, x, 0, 0, u * 8, k, false, xvec, xv);
-#pragma unroll
-        for (int j = 0; j < DEC_COLS; j++)
-            if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
-    }
-}
-
 // The rows of a warp's DEC_COLS columns from col0 (columns past n: row 0, never used).
 template <typename W>
 __device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col0,
@@ -407,13 +372,11 @@ __device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col
 // result does not depend on timing, and the pair is stored through linear_store, or with
 // glu >= 0 as activation(gate, glu) * up at column col0 / 2 (no rounding: the MLP runs in
 // f32). Every thread of the block must call it (it synchronises when split > 1).
-// `red` holds the block's warp partials (DEC_WARPS rows): decode_reduce_store's own, or one of
-// gemv_loop.cu's two.
-__device__ __forceinline__ void decode_reduce_store_in(float (*red)[DEC_COLS],
-                                                       float (&acc)[DEC_COLS],
-                                                       const bool (&valid)[DEC_COLS], int col0,
-                                                       int split, const float* bias, float* y,
-                                                       int glu, int act) {
+__device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
+                                                    const bool (&valid)[DEC_COLS], int col0,
+                                                    int split, const float* bias, float* y,
+                                                    int glu, int act) {
+    __shared__ float red[DEC_WARPS][DEC_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) {
@@ -441,12 +404,4 @@ __device__ __forceinline__ void decode_reduce_store_in(float (*red)[DEC_COLS],
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++)
         if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
-}
-
-__device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
-                                                    const bool (&valid)[DEC_COLS], int col0,
-                                                    int split, const float* bias, float* y,
-                                                    int glu, int act) {
-    __shared__ float red[DEC_WARPS][DEC_COLS];
-    decode_reduce_store_in(red, acc, valid, col0, split, bias, y, glu, act);
 }

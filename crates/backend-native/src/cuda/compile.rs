@@ -86,15 +86,6 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
-        family: "gemv_loop",
-        code: include_str!("../../../../kernels/gemv_loop.cu"),
-        symbols: &[
-            "gemv_decode_loop_f32",
-            "gemv_decode_loop_f16",
-            "gemv_decode_loop_bf16",
-        ],
-    },
-    Source {
         family: "int4",
         code: include_str!("../../../../kernels/int4.cu"),
         symbols: &[

@@ -23,7 +23,7 @@ pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_spl
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
-use one_row::{PIPE_ROUNDS, decode_kernel, decode_loop_kernel, decode_pipe_kernel};
+use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use rows::ARGMAX_PARTS;
 
 /// A device address (0 for an absent optional argument).
@@ -157,8 +157,7 @@ impl Kernels {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk
-            | DecodeGemv::Loop => waves::resident_blocks(&device.ctx, &functions),
+            | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);

@@ -1,7 +1,7 @@
 //! The one-row (decode-step) dense linear layers: which entry of a dense linear kernel a launch
-//! takes (`gemv_decode_*`, `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_loop_*`)
-//! and at which split, the rules behind that choice (`GENAI_BRIDGE_DECODE_GEMV`), and the launch
-//! itself. Every entry gives the same bits at the same split; the rules only move time.
+//! takes (`gemv_decode_*`, `gemv_decode_pipe_*` or `gemv_decode_shared_*`) and at which split,
+//! the rules behind that choice (`GENAI_BRIDGE_DECODE_GEMV`), and the launch itself. Every
+//! entry gives the same bits at the same split; the rules only move time.
 
 use super::{
     DEC_COLS, DEC_WARPS, DevPtr, Error, Kernels, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim,
@@ -9,7 +9,7 @@ use super::{
 };
 use cudarc::driver::CudaFunction;
 
-/// `pipe`, `shared`, `shared-walk`, `loop`, `waves`, `onewave`, `split` or `staged` (see
+/// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
 /// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
 /// layers' dense linears all run on the walk kernel, [`Kernels::fit_gemv_rule`]): an A/B switch
 /// for measurements.
@@ -41,10 +41,6 @@ pub(crate) enum DecodeGemv {
     /// As `Shared` for every launch the rule gives the walk kernel (the default for a model
     /// whose layers' dense linears are all such launches).
     SharedWalk,
-    /// As `Pipe`, and walk launches of more blocks than the walk kernel holds at once take
-    /// `gemv_decode_loop_*` at the same split, at most as many blocks as it holds at once,
-    /// each looping over column groups (an A/B switch, not measured yet).
-    Loop,
 }
 
 impl DecodeGemv {
@@ -58,7 +54,6 @@ impl DecodeGemv {
             Ok("pipe") => Some(DecodeGemv::Pipe),
             Ok("shared") => Some(DecodeGemv::Shared),
             Ok("shared-walk") => Some(DecodeGemv::SharedWalk),
-            Ok("loop") => Some(DecodeGemv::Loop),
             _ => None,
         }
     }
@@ -95,16 +90,7 @@ pub(super) fn ragged(s: &LinearShape, plan: OneRow, walk: usize) -> bool {
         RowKernel::Walk => walk > 0 && !s.walk_in_flight(plan.split, walk),
         RowKernel::Pipe => true,
         RowKernel::Shared => false,
-        // Taken only for walk launches of more blocks than resident: ragged as that walk was,
-        // so the `loop` switch leaves the attention's rule as it was.
-        RowKernel::Loop { .. } => true,
     }
-}
-
-/// Whether the `loop` rule moves a launch with `plan` over `s` to `gemv_decode_loop_*`: a walk
-/// launch of more blocks than the `walk` the device holds at once (0: unknown, never).
-pub(super) fn loops(s: &LinearShape, plan: OneRow, walk: usize) -> bool {
-    plan.via == RowKernel::Walk && walk > 0 && s.decode_blocks(plan.split) > walk
 }
 
 /// Values of a row one warp of `gemv_decode_*` covers in two load rounds (4 units of 8 values
@@ -116,16 +102,6 @@ pub(super) fn decode_kernel(kind: &'static str) -> &'static str {
         "gemv_f32" => "gemv_decode_f32",
         "gemv_f16" => "gemv_decode_f16",
         "gemv_bf16" => "gemv_decode_bf16",
-        other => other,
-    }
-}
-
-/// The looping one-row entry of a dense linear kernel.
-pub(super) fn decode_loop_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_decode_loop_f32",
-        "gemv_f16" => "gemv_decode_loop_f16",
-        "gemv_bf16" => "gemv_decode_loop_bf16",
         other => other,
     }
 }
@@ -145,7 +121,7 @@ pub(super) fn decode_pipe_kernel(kind: &'static str) -> &'static str {
 /// down (3) 9.8 → 8.9 µs; Qwen2.5-0.5B down (2) equal alone (4.6 µs) and its step ~2% slower.
 pub(super) const PIPE_ROUNDS: usize = 3;
 
-/// Which one-row entry of a dense linear kernel a launch takes. All four give the same bits
+/// Which one-row entry of a dense linear kernel a launch takes. All three give the same bits
 /// at the same split (the same products in the same order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RowKernel {
@@ -155,9 +131,6 @@ pub(crate) enum RowKernel {
     Pipe,
     /// `gemv_decode_shared_*`: every weight copied into shared memory before the wait.
     Shared,
-    /// `gemv_decode_loop_*`: at most `blocks` blocks, each walking column groups with the next
-    /// load round in flight.
-    Loop { blocks: usize },
 }
 
 /// How a one-row dense linear runs: its entry and its split.
@@ -188,7 +161,6 @@ impl OneRow {
             RowKernel::Walk => decode_kernel(kind),
             RowKernel::Pipe => decode_pipe_kernel(kind),
             RowKernel::Shared => shared::shared_kernel(kind),
-            RowKernel::Loop { .. } => decode_loop_kernel(kind),
         }
     }
 
@@ -196,7 +168,7 @@ impl OneRow {
     pub(crate) fn shared_bytes(&self, kind: &'static str, s: &LinearShape) -> usize {
         match self.via {
             RowKernel::Shared => shared::slots_bytes(s.k, self.split, weight_bytes(kind)),
-            RowKernel::Walk | RowKernel::Pipe | RowKernel::Loop { .. } => 0,
+            RowKernel::Walk | RowKernel::Pipe => 0,
         }
     }
 }
@@ -240,38 +212,16 @@ impl LinearShape {
     pub(crate) fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
         Ok((grid_dim("gemv columns", self.decode_blocks(split))?, 1, 1))
     }
-
-    /// The grid of a one-row launch of `plan`: [`LinearShape::decode_grid`], or for a loop at
-    /// most its `blocks` (at least 1).
-    pub(crate) fn plan_grid(&self, plan: OneRow) -> Result<(u32, u32, u32), Error> {
-        let blocks = self.decode_blocks(plan.split);
-        let blocks = match plan.via {
-            RowKernel::Loop { blocks: most } => blocks.min(most.max(1)),
-            _ => blocks,
-        };
-        Ok((grid_dim("gemv columns", blocks)?, 1, 1))
-    }
 }
 
 impl Kernels {
     /// The walk or pipelined plan `rule` gives a one-row dense launch of `kind` over `s`
     /// before any shared entry, and the walk kernel's resident block count.
     fn base_plan(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
-        let walk = self.resident_blocks(decode_kernel(kind));
-        let plan = s.one_row_plan(rule, walk, self.resident_blocks(decode_pipe_kernel(kind)));
+        let resident = |name| self.resident.get(name).copied().unwrap_or(0);
+        let walk = resident(decode_kernel(kind));
+        let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)));
         (plan, walk)
-    }
-
-    /// Blocks of the one-row entry `entry` the device holds at once (0: unknown, or a rule
-    /// that did not ask).
-    fn resident_blocks(&self, entry: &'static str) -> usize {
-        self.resident.get(entry).copied().unwrap_or(0)
-    }
-
-    /// Blocks of the looping entry of a dense linear kernel `kind` the device holds at once:
-    /// the most a [`RowKernel::Loop`] launch takes (0: unknown).
-    pub(crate) fn loop_blocks(&self, kind: &'static str) -> usize {
-        self.resident_blocks(decode_loop_kernel(kind))
     }
 
     /// [`Kernels::one_row_plan`] and the walk kernel's resident block count.
@@ -283,13 +233,6 @@ impl Kernels {
             DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
                 self.shared_plan(kind, s, plan)
             }
-            DecodeGemv::Loop if loops(s, plan, walk) => match self.loop_blocks(kind) {
-                0 => plan,
-                blocks => OneRow {
-                    via: RowKernel::Loop { blocks },
-                    split: plan.split,
-                },
-            },
             _ => plan,
         };
         (plan, walk)
@@ -337,8 +280,8 @@ impl Kernels {
 
 impl Ops<'_> {
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
-    /// `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_loop_*`) with `plan.split`
-    /// warps per column pair (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
+    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair (1, 2 or 4;
+    /// [`Kernels::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,
@@ -407,7 +350,7 @@ impl<'a> Ops<'a> {
         };
         Ok(OneRowFrame {
             f: self.k.get(entry)?,
-            grid: s.plan_grid(plan)?,
+            grid: s.decode_grid(plan.split)?,
             n,
             k,
             split: int("split", plan.split)?,
@@ -417,32 +360,7 @@ impl<'a> Ops<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LinearShape, OneRow, RowKernel, ragged};
-
-    #[test]
-    fn a_loop_launches_at_most_its_blocks() {
-        // Qwen2.5-1.5B gate/up at split 2: 4,480 column groups of 4 columns.
-        let s = LinearShape::one_row(17920, 1536, 0);
-        let grid = |via| s.plan_grid(OneRow { via, split: 2 }).expect("grid").0;
-        assert_eq!(grid(RowKernel::Walk), 4480);
-        assert_eq!(grid(RowKernel::Loop { blocks: 528 }), 528);
-        assert_eq!(grid(RowKernel::Loop { blocks: 10_000 }), 4480);
-        assert_eq!(grid(RowKernel::Loop { blocks: 0 }), 1);
-        assert_eq!(
-            OneRow {
-                via: RowKernel::Loop { blocks: 528 },
-                split: 2
-            }
-            .kernel("gemv_f16"),
-            "gemv_decode_loop_f16"
-        );
-        // The attention's rule sees a loop as the ragged walk it replaces.
-        let looped = OneRow {
-            via: RowKernel::Loop { blocks: 528 },
-            split: 2,
-        };
-        assert!(ragged(&s, looped, 924));
-    }
+    use super::LinearShape;
 
     #[test]
     fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {

@@ -14,18 +14,12 @@ use std::collections::HashMap;
 /// Values of one column a warp of `gemv_decode_*` loads per round (4 loads of 8 values per lane).
 const ROUND_VALUES: usize = 4 * 8 * 32;
 
-/// The one-row dense kernels whose resident block count the rules need: the walk, pipelined
-/// and looping entries of each dense linear kernel.
+/// The one-row dense kernels whose resident block count the rules need: both one-row entries
+/// of each dense linear kernel.
 fn kernels() -> impl Iterator<Item = &'static str> {
     ["gemv_f32", "gemv_f16", "gemv_bf16"]
         .into_iter()
-        .flat_map(|kind| {
-            [
-                super::decode_kernel(kind),
-                super::decode_pipe_kernel(kind),
-                super::decode_loop_kernel(kind),
-            ]
-        })
+        .flat_map(|kind| [super::decode_kernel(kind), super::decode_pipe_kernel(kind)])
 }
 
 /// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at
@@ -101,8 +95,7 @@ impl LinearShape {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk
-            | DecodeGemv::Loop => {
+            | DecodeGemv::SharedWalk => {
                 let split = self.decode_split_waves(walk, self.decode_split());
                 let piped = OneRow::pipe;
                 if rule == DecodeGemv::Waves || pipe == 0 {
@@ -153,7 +146,7 @@ impl LinearShape {
 mod tests {
     use super::*;
     use crate::cuda::kernels::RowKernel;
-    use crate::cuda::kernels::one_row::{loops, ragged, widens};
+    use crate::cuda::kernels::one_row::{ragged, widens};
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
         let s = LinearShape::one_row(n, k, -1);
@@ -279,48 +272,6 @@ mod tests {
     }
 
     #[test]
-    fn the_loop_rule_takes_the_walks_of_several_waves() {
-        // Per shape: qkv, o, gate/up (GLU pairs), down, lm_head; which the `loop` rule moves.
-        let moved = |shapes: &[(usize, usize)]| -> Vec<bool> {
-            let moved = |&(n, k)| {
-                let s = LinearShape::one_row(n, k, -1);
-                loops(&s, s.one_row_plan(DecodeGemv::Loop, H200, 1056), H200)
-            };
-            shapes.iter().map(moved).collect()
-        };
-        // Qwen2.5-0.5B: gate/up (1,216 blocks) and lm_head.
-        let qwen05 = [
-            (1152, 896),
-            (896, 896),
-            (9728, 896),
-            (896, 4864),
-            (151_936, 896),
-        ];
-        assert_eq!(moved(&qwen05), [false, false, true, false, true]);
-        // Qwen2.5-1.5B: gate/up (4,480 blocks) and lm_head; down is pipelined.
-        let qwen15 = [
-            (2048, 1536),
-            (1536, 1536),
-            (17_920, 1536),
-            (1536, 8960),
-            (151_936, 1536),
-        ];
-        assert_eq!(moved(&qwen15), [false, false, true, false, true]);
-        // Llama-3-8B: qkv (3,072), o (2,048), gate/up and lm_head; down is pipelined.
-        let llama8 = [
-            (6144, 4096),
-            (4096, 4096),
-            (28_672, 4096),
-            (4096, 14_336),
-            (128_256, 4096),
-        ];
-        assert_eq!(moved(&llama8), [true, true, true, false, true]);
-        // An unknown resident count moves nothing.
-        let s = LinearShape::one_row(17_920, 1536, -1);
-        assert!(!loops(&s, OneRow::walk(2), 0));
-    }
-
-    #[test]
     fn a_qkv_of_several_waves_or_rounds_is_ragged() {
         let ragged_qkv = |n, k| {
             let s = LinearShape::one_row(n, k, -1);
@@ -354,17 +305,11 @@ mod tests {
 
     #[test]
     fn the_kernels_counted_are_the_one_row_dense_kernels() {
-        let family = |name| crate::cuda::compile::family(name).expect("a gemv family");
-        let (gemv, looped) = (family("gemv"), family("gemv_loop"));
+        let gemv = crate::cuda::compile::family("gemv").expect("the gemv family");
         let counted: Vec<&str> = kernels().collect();
-        assert_eq!(counted.len(), 9);
+        assert_eq!(counted.len(), 6);
         for name in counted {
-            let symbols = if name.starts_with("gemv_decode_loop_") {
-                looped.symbols
-            } else {
-                gemv.symbols
-            };
-            assert!(symbols.contains(&name), "{name}");
+            assert!(gemv.symbols.contains(&name), "{name}");
             assert!(name.starts_with("gemv_decode_"), "{name}");
         }
     }

@@ -231,15 +231,6 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
             split,
         };
         let mut others = vec![(OneRow::pipe(split), aligned)];
-        // The looping entry with 1 and 3 blocks (every block walks several column groups, the
-        // last one short) and with as many as the device holds, aligned and not.
-        for blocks in [1, 3, c.kernels.loop_blocks(kernel).max(1)] {
-            let looped = OneRow {
-                via: RowKernel::Loop { blocks },
-                split,
-            };
-            others.extend([(looped, aligned), (looped, unaligned)]);
-        }
         if c.kernels.one_row_fits(kernel, &s, shared) {
             others.extend([(shared, aligned), (shared, unaligned)]);
         }
@@ -251,7 +242,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
     }
     Ok(Check {
         name: format!(
-            "{}, walk, pipe, shared and looping kernels at splits 1, 2, 4 bitwise {}",
+            "{}, walk, pipe and shared kernels at splits 1, 2, 4 bitwise {}",
             check.name,
             if pairs_equal { "equal" } else { "DIFFERENT" }
         ),

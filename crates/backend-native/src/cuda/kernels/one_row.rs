@@ -11,8 +11,8 @@ use cudarc::driver::CudaFunction;
 
 /// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
 /// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
-/// layers' dense linears all run on the walk kernel, [`Kernels::fit_gemv_rule`]): an A/B switch
-/// for measurements.
+/// layers' dense linears can all run on the shared entry, [`Kernels::fit_gemv_rule`]): an A/B
+/// switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// The one-row linear layers' kernel.
@@ -39,7 +39,7 @@ pub(crate) enum DecodeGemv {
     /// resident with their weights in shared memory (`kernels/shared.rs`): the default.
     Shared,
     /// As `Shared` for every launch the rule gives the walk kernel (the default for a model
-    /// whose layers' dense linears are all such launches).
+    /// whose layers' dense linears all run on the shared entry under it: [`widens`]).
     SharedWalk,
 }
 
@@ -60,17 +60,20 @@ impl DecodeGemv {
 }
 
 /// Whether the default rule widens to [`DecodeGemv::SharedWalk`] for a model whose layers'
-/// one-row dense launches got `plans` from [`DecodeGemv::Shared`]'s base rule: when every one
-/// of them runs on the walk kernel (and there is one). H200, CUDA_NOTES round 19 (fp16, the
-/// shared entries' carveout left to the driver): Qwen2.5-0.5B, where every layer GEMV is a walk
-/// launch, 1,443 → 1,511 tok/s; Qwen2.5-1.5B, where the qkv and o projections are walk launches
-/// between the MLP's pipelined ones, 782.6 → 771 (so it keeps the narrow rule). The measured
-/// cause is the layer's mix, not a launch's own time: alone, the shared entry loses every
-/// one-round launch to the walk (round 18).
+/// one-row dense launches would get `plans` under it: when every one of them runs on the shared
+/// entry (and there is one), that is, every launch walks under [`DecodeGemv::Shared`]'s base
+/// rule and has all its blocks resident with their weights in shared memory. A layer that mixes
+/// shared launches with walks or pipelined ones loses. H200, fp16, the shared entries' carveout
+/// left to the driver: Qwen2.5-0.5B, every layer GEMV shared, 1,443 → 1,511 tok/s (CUDA_NOTES
+/// round 19); Qwen2.5-1.5B, qkv and o shared between the MLP's walk and pipelined launches,
+/// 782.6 → 771 (round 19); Llama-3.2-1B, qkv and o shared, gate/up (4,096 blocks) and down
+/// (1,024) too many blocks to be resident, 980 → 926 (round 21). The cause is the layer's mix,
+/// not a launch's own time: alone, the shared entry loses every one-round launch to the walk
+/// (round 18).
 pub(super) fn widens(plans: impl IntoIterator<Item = OneRow>) -> bool {
     let mut any = false;
     for plan in plans {
-        if plan.via != RowKernel::Walk {
+        if plan.via != RowKernel::Shared {
             return false;
         }
         any = true;
@@ -260,8 +263,8 @@ impl Kernels {
     }
 
     /// Fits the default rule (no [`DECODE_GEMV_ENV`]) to a model: [`DecodeGemv::SharedWalk`]
-    /// where [`widens`] says so for its layers' one-row dense launches (`linears`: each
-    /// kernel and shape), else it stays [`DecodeGemv::Shared`].
+    /// where [`widens`] says so of the plans it would give its layers' one-row dense launches
+    /// (`linears`: each kernel and shape), else it stays [`DecodeGemv::Shared`].
     pub(crate) fn fit_gemv_rule(
         &mut self,
         linears: impl IntoIterator<Item = (&'static str, LinearShape)>,
@@ -269,9 +272,13 @@ impl Kernels {
         if self.decode_gemv_named || self.decode_gemv != DecodeGemv::Shared {
             return;
         }
-        let plans = linears
-            .into_iter()
-            .map(|(kind, s)| self.base_plan(DecodeGemv::Shared, kind, &s).0);
+        let plans = linears.into_iter().map(|(kind, s)| {
+            let plan = self.base_plan(DecodeGemv::Shared, kind, &s).0;
+            match plan.via {
+                RowKernel::Walk => self.shared_plan(kind, &s, plan),
+                _ => plan,
+            }
+        });
         if widens(plans) {
             self.decode_gemv = DecodeGemv::SharedWalk;
         }
@@ -280,8 +287,8 @@ impl Kernels {
 
 impl Ops<'_> {
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
-    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair (1, 2 or 4;
-    /// [`Kernels::one_row_plan`] gives the rule's).
+    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair
+    /// (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,

@@ -1,10 +1,10 @@
 //! The one-row dense GEMV that copies every weight of a launch into shared memory before its
 //! wait (`gemv_decode_shared_*` in kernels/gemv_shared.cu): its shared-memory size, its set-up
 //! at load and the rule that takes it (the default, `GENAI_BRIDGE_DECODE_GEMV=shared`, widened
-//! to `shared-walk` for a model whose layer linears all walk: `Kernels::fit_gemv_rule`; which
-//! rows each offers: `Kernels::one_row_plan`): a launch whose blocks are all resident at once, each
-//! holding its weights in shared memory, runs there at the split the default rule gave it, so
-//! its bits are the default's.
+//! to `shared-walk` for a model whose layer linears can all take it: `Kernels::fit_gemv_rule`;
+//! which rows each offers: `Kernels::one_row_plan`): a launch whose blocks are all resident at
+//! once, each holding its weights in shared memory, runs there at the split the default rule
+//! gave it, so its bits are the default's.
 //!
 //! Why (CUDA_NOTES round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
 //! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its

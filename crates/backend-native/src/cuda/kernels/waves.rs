@@ -240,35 +240,65 @@ mod tests {
     }
 
     #[test]
-    fn the_default_widens_where_every_layer_linear_walks() {
-        let plans = |shapes: &[(usize, usize)]| -> Vec<OneRow> {
-            let plan = |&(n, k)| {
-                LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056)
-            };
-            shapes.iter().map(plan).collect()
+    fn the_default_widens_where_every_layer_linear_takes_the_shared_entry() {
+        // The plans `shared-walk` would give each layer linear (qkv, o, gate/up, down): the
+        // base rule's walks move to the shared entry where all their blocks are resident
+        // (`Kernels::shared_plan`, a driver occupancy query; H200 figures in the comments).
+        let shared = |split| OneRow {
+            via: RowKernel::Shared,
+            split,
         };
-        // Qwen2.5-0.5B: qkv, o, gate/up and down all walk.
-        assert!(widens(plans(&[
-            (1152, 896),
-            (896, 896),
-            (9728, 896),
-            (896, 4864)
-        ])));
-        // Qwen2.5-1.5B and Llama-3-8B: the down projection is pipelined.
-        assert!(!widens(plans(&[
-            (2048, 1536),
-            (1536, 1536),
-            (17_920, 1536),
-            (1536, 8960)
-        ])));
-        assert!(!widens(plans(&[
-            (6144, 4096),
-            (4096, 4096),
-            (28_672, 4096),
-            (4096, 14_336)
-        ])));
+        // Qwen2.5-0.5B: all four shared (gate/up's 1,216 blocks of 16 KB fit 13 an SM).
+        assert!(widens([shared(2), shared(2), shared(1), shared(4)]));
+        // Llama-3.2-1B: qkv and o shared; gate/up (4,096 blocks) and down (1,024 blocks of
+        // 32 KB) are not all resident and stay walks.
+        assert!(!widens([
+            shared(2),
+            shared(2),
+            OneRow::walk(2),
+            OneRow::walk(4)
+        ]));
+        // Qwen2.5-1.5B: the down projection is pipelined.
+        assert!(!widens([
+            shared(2),
+            shared(4),
+            OneRow::walk(2),
+            OneRow::pipe(4)
+        ]));
+        // Which plans the base rule gives those shapes: walks but for the long rows.
+        let base =
+            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056);
+        assert_eq!(
+            [
+                base(1152, 896),
+                base(896, 896),
+                base(9728, 896),
+                base(896, 4864)
+            ],
+            [
+                OneRow::walk(2),
+                OneRow::walk(2),
+                OneRow::walk(1),
+                OneRow::walk(4)
+            ]
+        );
+        assert_eq!(
+            [
+                base(3072, 2048),
+                base(2048, 2048),
+                base(16_384, 2048),
+                base(2048, 8192)
+            ],
+            [
+                OneRow::walk(2),
+                OneRow::walk(2),
+                OneRow::walk(2),
+                OneRow::walk(4)
+            ]
+        );
+        assert_eq!(base(1536, 8960), OneRow::pipe(4));
         // No dense linear (an int4 model): nothing to widen.
-        assert!(!widens(plans(&[])));
+        assert!(!widens([]));
     }
 
     #[test]

@@ -86,21 +86,6 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
-        family: "gemv_norm",
-        code: include_str!("../../../../kernels/gemv_norm.cu"),
-        symbols: &[
-            "gemv_decode_norm_f32",
-            "gemv_decode_norm_f16",
-            "gemv_decode_norm_bf16",
-            "gemv_decode_norm_pipe_f32",
-            "gemv_decode_norm_pipe_f16",
-            "gemv_decode_norm_pipe_bf16",
-            "gemv_decode_norm_shared_f32",
-            "gemv_decode_norm_shared_f16",
-            "gemv_decode_norm_shared_bf16",
-        ],
-    },
-    Source {
         family: "int4",
         code: include_str!("../../../../kernels/int4.cu"),
         symbols: &[

@@ -208,16 +208,8 @@ impl CudaDecoder {
         reasons.push(gemm_reason);
         reasons.push(kernels.decode.describe());
         reasons.push(format!(
-            "one-row dense linears: the {:?} rule; decode steps {}",
-            kernels.decode_gemv,
-            if crate::cuda::state::norms_fold(&kernels, &dev_model) {
-                "fold their RMS norms into the linears after them (no norm launch)"
-            } else if kernels.norm_fold {
-                "launch their norms (a norm that is not RMS, has a bias, or feeds a linear \
-                 without a folded entry)"
-            } else {
-                "launch their norms (GENAI_BRIDGE_NORM_FOLD=0)"
-            }
+            "one-row dense linears: the {:?} rule",
+            kernels.decode_gemv
         ));
         reasons.extend(residency.reason.clone());
         let info = BackendInfo {

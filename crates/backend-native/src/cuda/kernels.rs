@@ -15,7 +15,6 @@ use std::collections::HashMap;
 mod decode;
 mod int4;
 mod int4_mma;
-mod norm_fold;
 mod one_row;
 mod rows;
 mod shared;
@@ -23,7 +22,6 @@ mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
-pub(crate) use norm_fold::NormIn;
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use rows::ARGMAX_PARTS;
@@ -59,9 +57,6 @@ pub(crate) struct Kernels {
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
-    /// Whether one-row steps fold RMS norms into the dense linears after them
-    /// (`kernels/norm_fold.rs`).
-    pub norm_fold: bool,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -180,7 +175,6 @@ impl Kernels {
             shared_max,
             shared_per_sm: Default::default(),
             int4_mma,
-            norm_fold: norm_fold::fold_from_env(),
         })
     }
 

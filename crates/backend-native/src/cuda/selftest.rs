@@ -2,8 +2,7 @@
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
 //! argmax, the device token choice against the host's (`sampling.rs`), and the norm's output
-//! split for the int4 tensor-core GEMV (`split.rs`, bitwise), and the RMS norm folded into the
-//! one-row dense GEMV (`norm_fold.rs`). Run by
+//! split for the int4 tensor-core GEMV (`split.rs`, bitwise). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -21,7 +20,6 @@ mod gemm;
 mod gemm_int4;
 mod int4;
 mod linear;
-mod norm_fold;
 mod sampling;
 mod split;
 
@@ -138,7 +136,6 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     }
     checks.push(argmax(&ctx, &mut rng)?);
     checks.extend(sampling::checks(&ctx, &mut rng)?);
-    checks.extend(norm_fold::checks(&ctx, &mut rng)?);
     Ok(checks)
 }
 

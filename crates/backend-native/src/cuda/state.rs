@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Kernels, NormIn, Ops, split_bytes};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops, split_bytes};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -27,9 +27,6 @@ pub(crate) struct Buffers {
     pub step: DevBuf<i32>,
     pub ids: DevBuf<i32>,
     x: DevBuf<f32>,
-    /// The residual row folded norms hand on every other time (they never write the row they
-    /// read: `NormInput::Fold`).
-    x_alt: DevBuf<f32>,
     normed: DevBuf<f32>,
     delta: DevBuf<f32>,
     qkv: DevBuf<f32>,
@@ -109,7 +106,7 @@ impl Sizes {
             + model.vocab
             + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
-            + 2 * model.hidden
+            + model.hidden
             + 13;
         4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
@@ -165,8 +162,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             0
         },
     };
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + 2 * d.hidden + 13) as u64
-        + gemm.bytes() as u64
+    4 * (CHUNK * activations + kv + d.vocab + CHUNK + d.hidden + 13) as u64 + gemm.bytes() as u64
 }
 
 impl Buffers {
@@ -221,7 +217,6 @@ impl Buffers {
             step: DevBuf::zeros(stream, 4)?,
             ids: DevBuf::zeros(stream, CHUNK)?,
             x: z(CHUNK * model.hidden)?,
-            x_alt: z(model.hidden)?,
             normed: z(CHUNK * model.hidden)?,
             delta: z(CHUNK * model.hidden)?,
             qkv: z(sizes.qkv)?,
@@ -237,55 +232,6 @@ impl Buffers {
             kv,
             blas: sizes.gemm.map(|g| Blas::new(stream, g)).transpose()?,
         })
-    }
-}
-
-/// What the linears right after a norm read: the norm's output row in `normed` (a norm launch
-/// wrote it), or in a one-row step whose norms all fold, the residual, the delta and the norm
-/// itself, applied as each linear reads its input (`kernels/gemv_norm.cu`; no norm launch).
-#[derive(Clone, Copy)]
-enum NormInput {
-    Buffer,
-    Fold(NormIn),
-}
-
-impl NormInput {
-    /// The input of the linears after the first of several reading it: a fold's sum is handed
-    /// on once (the others read the same residual and delta and write nothing).
-    fn again(self) -> NormInput {
-        match self {
-            NormInput::Fold(n) => NormInput::Fold(NormIn { x_out: 0, ..n }),
-            NormInput::Buffer => NormInput::Buffer,
-        }
-    }
-}
-
-/// The residual row of a one-row step whose norms fold: each fold that adds a delta reads one
-/// buffer and hands the sum on in the other.
-struct Residual {
-    rows: [DevPtr; 2],
-    at: usize,
-}
-
-impl Residual {
-    /// The fold of the norm with `weight` and `eps` over the residual plus `delta` (0: none),
-    /// handing the sum on to the other row (with no delta, the residual stays where it is).
-    fn fold(&mut self, (weight, eps): (DevPtr, f32), delta: DevPtr, act: i32) -> NormIn {
-        let x = self.rows[self.at];
-        let x_out = if delta == 0 {
-            0
-        } else {
-            self.at ^= 1;
-            self.rows[self.at]
-        };
-        NormIn {
-            x,
-            delta,
-            weight,
-            x_out,
-            eps,
-            act,
-        }
     }
 }
 
@@ -311,11 +257,6 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let x_split = if split { b.x_split.ptr } else { 0 };
     // What the linears right after a norm read (qkv, the MLP's first, the lm_head).
     let normed = QuantScratch { x_split, ..scratch };
-    let fold = m == 1 && x_split == 0 && norms_fold(ops.k, model);
-    let mut residual = Residual {
-        rows: [b.x.ptr, b.x_alt.ptr],
-        at: 0,
-    };
     ops.embedding(
         model.embedding.ptr()?,
         model.positions.as_ref().map_or(0, |p| p.ptr),
@@ -326,95 +267,53 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         model.embedding_scale,
         act,
     )?;
-    // x += delta (when given), then normed = norm(x), over the m hidden rows; or the fold.
-    let mut residual_norm = |n: &DevNorm, delta: DevPtr| -> Result<NormInput, Error> {
-        if fold {
-            let norm = residual.fold((n.weight.ptr, n.eps), delta, act);
-            return Ok(NormInput::Fold(norm));
-        }
+    // x += delta (when given), then normed = norm(x), over the m hidden rows.
+    let residual_norm = |n: &DevNorm, delta: DevPtr| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
         if x_split != 0 {
             let (x, out) = ((b.x.ptr, delta), b.normed.ptr);
-            ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act)?;
-        } else {
-            let out = b.normed.ptr;
-            ops.skip_norm(b.x.ptr, delta, w, bias, out, rows, n.eps, n.rms, true, act)?;
+            return ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act);
         }
-        Ok(NormInput::Buffer)
+        ops.skip_norm(
+            b.x.ptr,
+            delta,
+            w,
+            bias,
+            b.normed.ptr,
+            rows,
+            n.eps,
+            n.rms,
+            true,
+            act,
+        )
+    };
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
+    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
+        p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
+        residual_norm(n, b.delta.ptr)
     };
     // The first norm has no residual to add (with no layers, the final norm).
     let first = model
         .layers
         .first()
         .map_or(&model.final_norm, |l| &l.attn_norm);
-    let mut input = residual_norm(first, 0)?;
+    residual_norm(first, 0)?;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let (attn, width) =
-            attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, (input, normed))?;
-        // delta = the layer's last linear, then x += delta and the next norm.
-        layer
-            .output
-            .run(ops, attn, width, b.delta.ptr, hidden, m, act, scratch)?;
-        input = residual_norm(&layer.mlp_norm, b.delta.ptr)?;
-        let (h, width) = mlp_block(ops, layer, b, m, (input, normed))?;
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, normed)?;
+        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
+        let h = mlp_block(ops, layer, b, m, normed)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        layer
-            .mlp
-            .down
-            .run(ops, h, width, b.delta.ptr, hidden, m, 0, scratch)?;
-        input = residual_norm(norm, b.delta.ptr)?;
+        linear_then_norm(&layer.mlp.down, h, 0, norm)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
-    run_after_norm(
-        ops,
-        &model.lm_head,
-        (input, normed),
-        (last, hidden),
-        y,
-        1,
-        act,
-        -1,
-    )
-}
-
-/// A linear right after a norm: through the fold, or reading `x` (the norm's output).
-#[allow(clippy::too_many_arguments)]
-fn run_after_norm(
-    ops: &Ops<'_>,
-    p: &DevLinear,
-    (input, scratch): (NormInput, QuantScratch),
-    x: (DevPtr, usize),
-    y: (DevPtr, usize),
-    m: usize,
-    act: i32,
-    glu: i32,
-) -> Result<(), Error> {
-    match input {
-        NormInput::Fold(norm) => p.run_normed(ops, &norm, y, act, glu),
-        NormInput::Buffer => p.run_glu(ops, x, y, m, act, glu, scratch),
-    }
-}
-
-/// Whether every norm of a one-row step can fold into the linears after it: each is an RMS
-/// norm without a bias, and every linear right after one (qkv, the MLP's first, the lm_head)
-/// has a folded entry here (`Kernels::folds`).
-pub(crate) fn norms_fold(kernels: &Kernels, model: &DevModel) -> bool {
-    let norms = model
-        .layers
-        .iter()
-        .flat_map(|l| [&l.attn_norm, &l.mlp_norm])
-        .chain([&model.final_norm]);
-    let mut readers = model
-        .layers
-        .iter()
-        .flat_map(|l| l.qkv.parts.iter().chain(&l.mlp.parts).map(|(p, _)| p))
-        .chain([&model.lm_head]);
-    norms.into_iter().all(|n| n.rms && n.bias.is_none()) && readers.all(|p| p.folds(kernels))
+    model
+        .lm_head
+        .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
 }
 
 /// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
@@ -435,23 +334,13 @@ fn attention_block(
     b: &Buffers,
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
-    (mut input, scratch): (NormInput, QuantScratch),
+    scratch: QuantScratch,
 ) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.at(*col)?, ld);
-        run_after_norm(
-            ops,
-            p,
-            (input, scratch),
-            (b.normed.ptr, hidden),
-            y,
-            m,
-            act,
-            -1,
-        )?;
-        input = input.again();
+        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -539,7 +428,7 @@ fn mlp_block(
     l: &DevLayer,
     b: &Buffers,
     m: usize,
-    (mut input, scratch): (NormInput, QuantScratch),
+    scratch: QuantScratch,
 ) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
@@ -547,14 +436,13 @@ fn mlp_block(
         && mlp.glu
     {
         let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
-        run_after_norm(ops, p, (input, scratch), x, h, m, 0, mlp.activation)?;
+        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
         return Ok((b.h.ptr, w));
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         let y = (b.gu.at(*col)?, gu_ld);
-        run_after_norm(ops, p, (input, scratch), (b.normed.ptr, p.k), y, m, 0, -1)?;
-        input = input.again();
+        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;
@@ -564,36 +452,4 @@ fn mlp_block(
         b.gu.ptr
     };
     Ok((down_in, w))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{NormInput, Residual};
-
-    #[test]
-    fn folds_alternate_the_residual_rows_and_never_write_the_row_they_read() {
-        let (a, b, delta) = (0x1000, 0x2000, 0x3000);
-        let mut r = Residual {
-            rows: [a, b],
-            at: 0,
-        };
-        // The first norm has no delta: it reads the embedding's row and hands nothing on.
-        let first = r.fold((0x10, 1e-6), 0, 1);
-        assert_eq!((first.x, first.x_out, first.delta), (a, 0, 0));
-        // Each later norm reads the row the one before handed on and writes the other.
-        let mut reads = Vec::new();
-        for _ in 0..4 {
-            let n = r.fold((0x10, 1e-6), delta, 1);
-            assert_ne!(n.x, n.x_out);
-            reads.push((n.x, n.x_out));
-        }
-        assert_eq!(reads, [(a, b), (b, a), (a, b), (b, a)]);
-        // Several linears after one norm: the first hands the sum on, the rest write nothing.
-        let n = r.fold((0x10, 1e-6), delta, 1);
-        let again = NormInput::Fold(n).again();
-        let NormInput::Fold(again) = again else {
-            panic!("a fold stays a fold");
-        };
-        assert_eq!((again.x, again.x_out, again.delta), (n.x, 0, delta));
-    }
 }

@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, Kernels, LinearShape, NormIn, Ops};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -231,39 +231,6 @@ impl DevLinear {
                 ),
             }
         })
-    }
-
-    /// One row through a dense kernel that applies `norm` to its input as it reads it
-    /// (`Ops::dense_norm`; only where [`DevLinear::folds`]).
-    pub fn run_normed(
-        &self,
-        ops: &Ops<'_>,
-        norm: &NormIn,
-        (y, ldy): (DevPtr, usize),
-        act: i32,
-        glu: i32,
-    ) -> Result<(), Error> {
-        let Form::Dense { kernel } = self.form else {
-            return Err(Error::Invalid {
-                what: "folded norm",
-                why: "an int4 linear reads the norm's output, it has no folded entry".into(),
-            });
-        };
-        let shape = LinearShape {
-            ldy,
-            glu,
-            ..LinearShape::one_row(self.n, self.k, glu)
-        };
-        self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            ops.dense_norm(kernel, main, norm, bias, y, shape, act)
-        })
-    }
-
-    /// Whether one row of this linear can read its input through a folded norm here.
-    pub fn folds(&self, kernels: &Kernels) -> bool {
-        self.one_row_dense()
-            .is_some_and(|(kernel, shape)| kernels.folds(kernel, &shape))
     }
 
     /// The dense kernel and one-row shape of this layer, or `None` for an int4 one (the plan

@@ -54,15 +54,11 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
     }
     let mut most = usize::MAX;
     for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-        // The entry and its folded-norm twin (`norm_fold.rs`), which takes the same slots.
-        let twin = super::norm_fold::norm_kernel(kind, RowKernel::Shared);
-        // Their static shared memory: the epilogue's 32 bytes (48 in the twin).
-        for (entry, fixed) in [(Some(shared_kernel(kind)), 32), (twin, 48)] {
-            let Some(f) = entry.and_then(|e| functions.get(e)) else {
-                return 0;
-            };
-            most = most.min(super::opt_in_shared(ctx, f, fixed, 0).unwrap_or(0));
-        }
+        let Some(f) = functions.get(shared_kernel(kind)) else {
+            return 0;
+        };
+        // The kernel's static shared memory is the epilogue's 32 bytes.
+        most = most.min(super::opt_in_shared(ctx, f, 32, 0).unwrap_or(0));
     }
     if most == usize::MAX { 0 } else { most }
 }

@@ -157,7 +157,8 @@ impl Kernels {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
+            | DecodeGemv::SharedWalk
+            | DecodeGemv::Wide => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);

@@ -95,7 +95,8 @@ impl LinearShape {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk => {
+            | DecodeGemv::SharedWalk
+            | DecodeGemv::Wide => {
                 let split = self.decode_split_waves(walk, self.decode_split());
                 let piped = OneRow::pipe;
                 if rule == DecodeGemv::Waves || pipe == 0 {

@@ -86,15 +86,6 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
-        family: "gemv_wide",
-        code: include_str!("../../../../kernels/gemv_wide.cu"),
-        symbols: &[
-            "gemv_decode_wide_f32",
-            "gemv_decode_wide_f16",
-            "gemv_decode_wide_bf16",
-        ],
-    },
-    Source {
         family: "int4",
         code: include_str!("../../../../kernels/int4.cu"),
         symbols: &[

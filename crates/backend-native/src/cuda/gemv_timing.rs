@@ -241,16 +241,13 @@ pub fn time_gemvs(
                 let rule = ops.k.one_row_plan("gemv_f16", &shape);
                 let plans = splits.iter().flat_map(|s| match s {
                     None => vec![rule],
-                    Some(split) if [1, 2, 4].contains(split) => [
-                        RowKernel::Walk,
-                        RowKernel::Pipe,
-                        RowKernel::Shared,
-                        RowKernel::Wide,
-                    ]
-                    .map(|via| OneRow { via, split: *split })
-                    .into_iter()
-                    .filter(|plan| ops.k.one_row_fits("gemv_f16", &shape, *plan))
-                    .collect(),
+                    Some(split) if [1, 2, 4].contains(split) => {
+                        [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared]
+                            .map(|via| OneRow { via, split: *split })
+                            .into_iter()
+                            .filter(|plan| ops.k.one_row_fits("gemv_f16", &shape, *plan))
+                            .collect()
+                    }
                     Some(_) => Vec::new(),
                 });
                 for plan in plans {
@@ -258,7 +255,7 @@ pub fn time_gemvs(
                         let w = copies_w[i % copies].ptr;
                         ops.gemv_one_row("gemv_f16", w, x.ptr, 0, y.ptr, shape, 0, plan)
                     })?;
-                    let blocks = shape.plan_grid(plan)?.0 as usize;
+                    let blocks = shape.decode_grid(plan.split)?.0 as usize;
                     record(
                         plan.kernel("gemv_f16"),
                         plan.split,

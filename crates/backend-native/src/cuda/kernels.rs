@@ -157,8 +157,7 @@ impl Kernels {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk
-            | DecodeGemv::Wide => waves::resident_blocks(&device.ctx, &functions),
+            | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
         let sms = waves::multiprocessors(&device.ctx);

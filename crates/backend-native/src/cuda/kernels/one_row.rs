@@ -1,6 +1,5 @@
 //! The one-row (decode-step) dense linear layers: which entry of a dense linear kernel a launch
-//! takes (`gemv_decode_*`, `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_wide_*`)
-//! and at which split,
+//! takes (`gemv_decode_*`, `gemv_decode_pipe_*` or `gemv_decode_shared_*`) and at which split,
 //! the rules behind that choice (`GENAI_BRIDGE_DECODE_GEMV`), and the launch itself. Every
 //! entry gives the same bits at the same split; the rules only move time.
 
@@ -10,7 +9,7 @@ use super::{
 };
 use cudarc::driver::CudaFunction;
 
-/// `pipe`, `shared`, `shared-walk`, `wide`, `waves`, `onewave`, `split` or `staged` (see
+/// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
 /// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
 /// layers' dense linears can all run on the shared entry, [`Kernels::fit_gemv_rule`]): an A/B
 /// switch for measurements.
@@ -42,9 +41,6 @@ pub(crate) enum DecodeGemv {
     /// As `Shared` for every launch the rule gives the walk kernel (the default for a model
     /// whose layers' dense linears all run on the shared entry under it: [`widens`]).
     SharedWalk,
-    /// As `Pipe`, and every launch it gives the walk kernel takes `gemv_decode_wide_*` (four
-    /// columns a warp) at the same split (an A/B switch, round 21; not measured yet).
-    Wide,
 }
 
 impl DecodeGemv {
@@ -58,7 +54,6 @@ impl DecodeGemv {
             Ok("pipe") => Some(DecodeGemv::Pipe),
             Ok("shared") => Some(DecodeGemv::Shared),
             Ok("shared-walk") => Some(DecodeGemv::SharedWalk),
-            Ok("wide") => Some(DecodeGemv::Wide),
             _ => None,
         }
     }
@@ -95,9 +90,7 @@ pub(super) fn widens(plans: impl IntoIterator<Item = OneRow>) -> bool {
 /// Llama-3.2-1B) global merges lost 3.5-6%.
 pub(super) fn ragged(s: &LinearShape, plan: OneRow, walk: usize) -> bool {
     match plan.via {
-        // The wide entry as the walk it replaces, so the `wide` switch leaves the attention's
-        // rule as it was.
-        RowKernel::Walk | RowKernel::Wide => walk > 0 && !s.walk_in_flight(plan.split, walk),
+        RowKernel::Walk => walk > 0 && !s.walk_in_flight(plan.split, walk),
         RowKernel::Pipe => true,
         RowKernel::Shared => false,
     }
@@ -115,19 +108,6 @@ pub(super) fn decode_kernel(kind: &'static str) -> &'static str {
         other => other,
     }
 }
-
-/// The four-columns-a-warp one-row entry of a dense linear kernel (`kernels/gemv_wide.cu`).
-pub(super) fn decode_wide_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_decode_wide_f32",
-        "gemv_f16" => "gemv_decode_wide_f16",
-        "gemv_bf16" => "gemv_decode_wide_bf16",
-        other => other,
-    }
-}
-
-/// Columns a warp of `gemv_decode_wide_*` holds (`WIDE_COLS` in kernels/gemv_wide.cu).
-pub(crate) const WIDE_COLS: usize = 4;
 
 /// The pipelined one-row entry of a dense linear kernel.
 pub(super) fn decode_pipe_kernel(kind: &'static str) -> &'static str {
@@ -154,8 +134,6 @@ pub(crate) enum RowKernel {
     Pipe,
     /// `gemv_decode_shared_*`: every weight copied into shared memory before the wait.
     Shared,
-    /// `gemv_decode_wide_*`: the walk with [`WIDE_COLS`] columns a warp.
-    Wide,
 }
 
 /// How a one-row dense linear runs: its entry and its split.
@@ -186,7 +164,6 @@ impl OneRow {
             RowKernel::Walk => decode_kernel(kind),
             RowKernel::Pipe => decode_pipe_kernel(kind),
             RowKernel::Shared => shared::shared_kernel(kind),
-            RowKernel::Wide => decode_wide_kernel(kind),
         }
     }
 
@@ -194,7 +171,7 @@ impl OneRow {
     pub(crate) fn shared_bytes(&self, kind: &'static str, s: &LinearShape) -> usize {
         match self.via {
             RowKernel::Shared => shared::slots_bytes(s.k, self.split, weight_bytes(kind)),
-            RowKernel::Walk | RowKernel::Pipe | RowKernel::Wide => 0,
+            RowKernel::Walk | RowKernel::Pipe => 0,
         }
     }
 }
@@ -238,19 +215,6 @@ impl LinearShape {
     pub(crate) fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
         Ok((grid_dim("gemv columns", self.decode_blocks(split))?, 1, 1))
     }
-
-    /// The grid of a one-row launch of `plan`: [`LinearShape::decode_grid`], or for the wide
-    /// entry groups of [`WIDE_COLS`] columns, `DEC_WARPS / split` of them a block.
-    pub(crate) fn plan_grid(&self, plan: OneRow) -> Result<(u32, u32, u32), Error> {
-        let blocks = match plan.via {
-            RowKernel::Wide => self
-                .n
-                .div_ceil(WIDE_COLS)
-                .div_ceil(DEC_WARPS / plan.split.max(1)),
-            _ => self.decode_blocks(plan.split),
-        };
-        Ok((grid_dim("gemv columns", blocks)?, 1, 1))
-    }
 }
 
 impl Kernels {
@@ -272,10 +236,6 @@ impl Kernels {
             DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
                 self.shared_plan(kind, s, plan)
             }
-            DecodeGemv::Wide if walked => OneRow {
-                via: RowKernel::Wide,
-                split: plan.split,
-            },
             _ => plan,
         };
         (plan, walk)
@@ -327,8 +287,8 @@ impl Kernels {
 
 impl Ops<'_> {
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
-    /// `gemv_decode_pipe_*`, `gemv_decode_shared_*` or `gemv_decode_wide_*`) with `plan.split`
-    /// warps per column group (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
+    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair
+    /// (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,
@@ -397,7 +357,7 @@ impl<'a> Ops<'a> {
         };
         Ok(OneRowFrame {
             f: self.k.get(entry)?,
-            grid: s.plan_grid(plan)?,
+            grid: s.decode_grid(plan.split)?,
             n,
             k,
             split: int("split", plan.split)?,
@@ -407,44 +367,7 @@ impl<'a> Ops<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LinearShape, OneRow, RowKernel, WIDE_COLS, ragged};
-
-    #[test]
-    fn a_wide_launch_has_half_the_walks_blocks_and_its_attention_rule() {
-        // Qwen2.5-1.5B gate/up at split 2: 8,960 column pairs, two groups a block (4,480 blocks);
-        // four columns a warp: 4,480 groups, 2,240 blocks.
-        let s = LinearShape::one_row(17920, 1536, 0);
-        let wide = OneRow {
-            via: RowKernel::Wide,
-            split: 2,
-        };
-        assert_eq!(s.plan_grid(OneRow::walk(2)).expect("grid").0, 4480);
-        assert_eq!(s.plan_grid(wide).expect("grid").0, 2240);
-        // A ragged last group: 6 columns at split 4 are two groups, one a block.
-        let narrow = LinearShape::one_row(6, 1536, -1);
-        let at4 = OneRow { split: 4, ..wide };
-        assert_eq!(narrow.plan_grid(at4).expect("grid").0, 2);
-        assert_eq!(at4.kernel("gemv_bf16"), "gemv_decode_wide_bf16");
-        // The attention's rule sees the walk it replaces.
-        for (n, k) in [(2048, 1536), (6144, 4096)] {
-            let s = LinearShape::one_row(n, k, -1);
-            let (walk, wide) = (OneRow::walk(4), OneRow { split: 4, ..wide });
-            assert_eq!(ragged(&s, walk, 924), ragged(&s, wide, 924));
-        }
-    }
-
-    #[test]
-    fn the_wide_constant_matches_the_kernel() {
-        let source = crate::cuda::compile::SOURCES
-            .iter()
-            .find(|s| s.family == "gemv_wide")
-            .expect("the gemv_wide family");
-        let line = format!("#define WIDE_COLS {WIDE_COLS}\n");
-        assert!(
-            source.code.contains(&line),
-            "{line:?} not in kernels/gemv_wide.cu"
-        );
-    }
+    use super::LinearShape;
 
     #[test]
     fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {

@@ -95,8 +95,7 @@ impl LinearShape {
             | DecodeGemv::Pipe
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk
-            | DecodeGemv::Wide => {
+            | DecodeGemv::SharedWalk => {
                 let split = self.decode_split_waves(walk, self.decode_split());
                 let piped = OneRow::pipe;
                 if rule == DecodeGemv::Waves || pipe == 0 {

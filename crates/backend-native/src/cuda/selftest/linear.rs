@@ -230,15 +230,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
             via: RowKernel::Shared,
             split,
         };
-        let wide = OneRow {
-            via: RowKernel::Wide,
-            split,
-        };
-        let mut others = vec![
-            (OneRow::pipe(split), aligned),
-            (wide, aligned),
-            (wide, unaligned),
-        ];
+        let mut others = vec![(OneRow::pipe(split), aligned)];
         if c.kernels.one_row_fits(kernel, &s, shared) {
             others.extend([(shared, aligned), (shared, unaligned)]);
         }
@@ -250,7 +242,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
     }
     Ok(Check {
         name: format!(
-            "{}, walk, pipe, wide and shared kernels at splits 1, 2, 4 bitwise {}",
+            "{}, walk, pipe and shared kernels at splits 1, 2, 4 bitwise {}",
             check.name,
             if pairs_equal { "equal" } else { "DIFFERENT" }
         ),

@@ -57,10 +57,21 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
         let Some(f) = functions.get(shared_kernel(kind)) else {
             return 0;
         };
-        // The kernel's static shared memory is the epilogue's 32 bytes.
-        most = most.min(super::opt_in_shared(ctx, f, 32, 0).unwrap_or(0));
+        most = most.min(super::opt_in_shared(ctx, f, STATIC_BYTES, 0).unwrap_or(0));
     }
     if most == usize::MAX { 0 } else { most }
+}
+
+/// Static shared memory of a shared entry: the epilogue's partials.
+const STATIC_BYTES: usize = 32;
+
+/// Shared memory every block may take without opting in (static and dynamic together).
+const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
+
+/// Dynamic shared memory a block of a shared entry may take when `prepare` opted the entries
+/// into `opted` bytes (0: the driver refused, so the default less the static bytes).
+fn dynamic_limit(opted: usize) -> usize {
+    opted.max(DEFAULT_BLOCK_BYTES - STATIC_BYTES)
 }
 
 /// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM on
@@ -80,9 +91,9 @@ impl LinearShape {
 
 impl Kernels {
     /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
-    /// them into, at least the 48 KB every block may take.
+    /// them into, at least what fits beside the static bytes in the 48 KB every block may take.
     pub(super) fn shared_limit(&self) -> usize {
-        self.shared_max.max(48 * 1024)
+        dynamic_limit(self.shared_max)
     }
 
     /// Whether a block of `plan` for `kind` over `s` gets the shared memory it takes here.
@@ -136,6 +147,17 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_the_opt_in_a_block_keeps_to_the_default_with_its_static_bytes() {
+        // The driver refused: 48 KB less the epilogue's 32 bytes, so a 48 KB plan (f32, k 1536,
+        // split 1) is refused rather than failing at launch.
+        assert_eq!(dynamic_limit(0), 48 * 1024 - 32);
+        assert!(slots_bytes(1536, 1, 4) > dynamic_limit(0));
+        assert!(slots_bytes(1536, 2, 4) <= dynamic_limit(0));
+        // Opted in (an H200: 227 KB a block less the static bytes).
+        assert_eq!(dynamic_limit(227 * 1024 - 32), 227 * 1024 - 32);
+    }
 
     #[test]
     fn slots_cover_every_unit_a_lane_walks() {

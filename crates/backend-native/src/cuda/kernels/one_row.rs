@@ -227,11 +227,12 @@ impl Kernels {
         (plan, walk)
     }
 
-    /// [`Kernels::one_row_plan`] and the walk kernel's resident block count.
-    fn one_row_plan_walk(&self, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
-        let (plan, walk) = self.base_plan(self.decode_gemv, kind, s);
+    /// The plan `rule` gives a one-row dense launch of `kind` over `s`, and the walk kernel's
+    /// resident block count.
+    fn plan_under(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
+        let (plan, walk) = self.base_plan(rule, kind, s);
         let walked = plan.via == RowKernel::Walk;
-        let plan = match self.decode_gemv {
+        let plan = match rule {
             DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
             DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
                 self.shared_plan(kind, s, plan)
@@ -244,7 +245,7 @@ impl Kernels {
     /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        self.one_row_plan_walk(kind, s).0
+        self.plan_under(self.decode_gemv, kind, s).0
     }
 
     /// Sets the decode attention's rule for a model (after [`Kernels::fit_gemv_rule`]) from
@@ -256,7 +257,7 @@ impl Kernels {
         qkv: impl IntoIterator<Item = (&'static str, LinearShape)>,
     ) {
         let ragged_qkv = qkv.into_iter().any(|(kind, s)| {
-            let (plan, walk) = self.one_row_plan_walk(kind, &s);
+            let (plan, walk) = self.plan_under(self.decode_gemv, kind, &s);
             ragged(&s, plan, walk)
         });
         self.decode.ragged_qkv = ragged_qkv;
@@ -272,13 +273,9 @@ impl Kernels {
         if self.decode_gemv_named || self.decode_gemv != DecodeGemv::Shared {
             return;
         }
-        let plans = linears.into_iter().map(|(kind, s)| {
-            let plan = self.base_plan(DecodeGemv::Shared, kind, &s).0;
-            match plan.via {
-                RowKernel::Walk => self.shared_plan(kind, &s, plan),
-                _ => plan,
-            }
-        });
+        let plans = linears
+            .into_iter()
+            .map(|(kind, s)| self.plan_under(DecodeGemv::SharedWalk, kind, &s).0);
         if widens(plans) {
             self.decode_gemv = DecodeGemv::SharedWalk;
         }

@@ -265,37 +265,16 @@ mod tests {
             OneRow::walk(2),
             OneRow::pipe(4)
         ]));
-        // Which plans the base rule gives those shapes: walks but for the long rows.
+        // Which plans the base rule gives those shapes (qkv, o, gate/up, down): walks but for
+        // the long rows.
         let base =
             |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056);
-        assert_eq!(
-            [
-                base(1152, 896),
-                base(896, 896),
-                base(9728, 896),
-                base(896, 4864)
-            ],
-            [
-                OneRow::walk(2),
-                OneRow::walk(2),
-                OneRow::walk(1),
-                OneRow::walk(4)
-            ]
-        );
-        assert_eq!(
-            [
-                base(3072, 2048),
-                base(2048, 2048),
-                base(16_384, 2048),
-                base(2048, 8192)
-            ],
-            [
-                OneRow::walk(2),
-                OneRow::walk(2),
-                OneRow::walk(2),
-                OneRow::walk(4)
-            ]
-        );
+        let layer = |shapes: [(usize, usize); 4]| shapes.map(|(n, k)| base(n, k));
+        let walks = |splits: [usize; 4]| splits.map(OneRow::walk);
+        let qwen05 = [(1152, 896), (896, 896), (9728, 896), (896, 4864)];
+        assert_eq!(layer(qwen05), walks([2, 2, 1, 4]));
+        let llama32 = [(3072, 2048), (2048, 2048), (16_384, 2048), (2048, 8192)];
+        assert_eq!(layer(llama32), walks([2, 2, 2, 4]));
         assert_eq!(base(1536, 8960), OneRow::pipe(4));
         // No dense linear (an int4 model): nothing to widen.
         assert!(!widens([]));

@@ -68,6 +68,10 @@ static_assert(DA_HEADS * 128 <= DA_THREADS && DA_MAX_HS <= DA_THREADS, "rotation
 // Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
 // weights are read as float4).
 #define DA_PW ((DA_PASS + DA_HEADS + 3) / 4 * 4)
+// Round 22 A/B only (removed after it): 1 restores the divisions by runtime values.
+#ifndef DA_DIVIDE
+#define DA_DIVIDE 0
+#endif
 
 // Query heads one block serves (mirrored by `decode_heads` in kernels/decode.rs): two float4
 // units per lane past head size 128 halve them, keeping q and the accumulators in registers.
@@ -82,7 +86,12 @@ __device__ __forceinline__ DaLayout da_layout(int n) {
     int pt = (n + DA_PASS - 1) / DA_PASS;
     int t = min((pt + DA_GROUP - 1) / DA_GROUP, DA_STAGED);
     t = max(t, (pt + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS);
+    // t is 1 or 2 up to DA_MAX_SPLITS * DA_STAGED passes: no division there.
+#if DA_DIVIDE
     int s = (pt + t - 1) / t;
+#else
+    int s = t == 1 ? pt : t == 2 ? (pt + 1) >> 1 : (pt + t - 1) / t;
+#endif
     DaLayout l = {t, s, (s + DA_GROUP - 1) / DA_GROUP};
     return l;
 }
@@ -124,6 +133,19 @@ __device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int
     if (d >= rotary_dim) return x;
     float sy = __fmul_rn(r.s, round_act(y, act));
     return __fmaf_rn(x, r.c, r.first ? -sy : sy);
+}
+
+// Element e < DA_HEADS * hs of a block's query heads: its head and value. DA_HEADS is 2, so the
+// head is one comparison (a division by the runtime head size takes ~20 instructions on the
+// latency-bound path after the wait).
+static_assert(DA_HEADS == 2, "da_split assumes at most two query heads a block");
+__device__ __forceinline__ void da_split(int e, int hs, int& h, int& d) {
+#if DA_DIVIDE
+    h = e / hs;
+#else
+    h = e >= hs ? 1 : 0;
+#endif
+    d = e - h * hs;
 }
 
 __device__ __forceinline__ float4 zero4() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
@@ -210,8 +232,29 @@ __device__ __forceinline__ float da_finish(const float (&m)[8], const float (&l)
 __device__ __forceinline__ void da_issue(float* slot, const float* kb, const float* vb,
                                          int key0, int s1, int p, int hs, int lane) {
     int units = hs >> 2;
+#if DA_DIVIDE
     for (int i = lane; i < DA_KEYS * units; i += 32) {
         int j = i / units, u = i - j * units, key = key0 + j;
+#else
+    // Lane l copies units l, l + 32, ... of the warp's DA_KEYS rows, walked as (key j, unit u)
+    // stepped by 32 units: whole rows dj, then du units (no division per copy).
+    int j = 0, u = lane, dj = 0, du = 32;
+    while (du >= units) {
+        du -= units;
+        dj++;
+    }
+    while (u >= units) {
+        u -= units;
+        j++;
+    }
+    for (; j < DA_KEYS; j += dj, u += du) {
+        if (u >= units) {
+            u -= units;
+            j++;
+            if (j >= DA_KEYS) break;
+        }
+        int key = key0 + j;
+#endif
         if (key < s1 && key != p) {
             cp_async16(slot + j * hs + 4 * u, kb + (size_t)key * hs + 4 * u);
             cp_async16(slot + (DA_KEYS + j) * hs + 4 * u, vb + (size_t)key * hs + 4 * u);
@@ -260,7 +303,11 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
         if (w.ring > 1) cp_async_wait<1>();
         else cp_async_wait<0>();
         __syncwarp();  // every lane's copies of this pass have landed
+#if DA_DIVIDE
         float* slot = w.stage + ((size_t)warp * w.ring + t % w.ring) * slot_floats;
+#else
+        float* slot = w.stage + ((size_t)warp * w.ring + (t & (w.ring - 1))) * slot_floats;
+#endif
         int key0 = w.s0 + t * DA_PASS + warp * DA_KEYS;
         float dots[M];
 #pragma unroll
@@ -348,6 +395,31 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
         }
     }
     __syncthreads();
+}
+
+// The block's ticket on `count` once every thread has written its share of the block's partial:
+// true in every thread of the block that takes the last of `total` tickets. The writes are
+// released with the ticket and the last block acquires the other blocks' (`last`: the block's
+// shared flag). Thread 0 alone fences, after the block barrier that orders the other threads'
+// writes before its release (the pattern of a grid barrier), with an acquire-release fence;
+// __threadfence() in every thread (DA_DIVIDE=1) is the sequentially consistent one, 256 times.
+__device__ __forceinline__ bool da_ticket(int* count, int total, int* last) {
+#if DA_DIVIDE || __CUDA_ARCH__ < 700
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) *last = atomicAdd(count, 1) == total - 1;
+    __syncthreads();
+    if (*last) __threadfence();
+#else
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        *last = atomicAdd(count, 1) == total - 1;
+        if (*last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+    __syncthreads();
+#endif
+    return *last;
 }
 
 __device__ __forceinline__ float* da_part(float* part, int slots, int hs, int head, int slot) {
@@ -471,11 +543,13 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         // a value and its partner, then the sin, had made it 3 round trips for q, 4 for k, v).
         const float* c = cos_cache + (size_t)p * (rotary_dim / 2);
         const float* s = sin_cache + (size_t)p * (rotary_dim / 2);
-        int qh = tid / hs, qd = tid - qh * hs;
+        int qh, qd;  // meaningful where has_q (tid < hg * hs)
+        da_split(tid, hs, qh, qd);
         bool has_q = tid < hg * hs, has_k = split == lay.splits - 1 && tid < hs;
         DaRot rq = {qd, 0.0f, 0.0f, false}, rk = {tid, 0.0f, 0.0f, false};
         if (has_q) rq = da_rot(c, s, qd, rotary_dim, interleaved);
         if (has_k) rk = da_rot(c, s, tid, rotary_dim, interleaved);
+#if DA_DIVIDE
         pdl_wait();
         if (trigger == 1) pdl_trigger();
 
@@ -485,6 +559,20 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         float qx = has_q ? qh_src[qd] : 0.0f, qy = has_q ? qh_src[rq.partner] : 0.0f;
         float kx = has_k ? kh_src[tid] : 0.0f, ky = has_k ? kh_src[rk.partner] : 0.0f;
         float vd = has_k ? vh_src[tid] : 0.0f;
+#else
+        // The addresses of what the rotations read, before the wait: after it, only the loads.
+        const float* qh_src = qkv + (size_t)(h0 + qh) * hs;
+        const float* kh_src = qkv + (size_t)(heads + kvh) * hs;
+        const float* vh_src = qkv + (size_t)(heads + kv_heads + kvh) * hs;
+        const float *qx_at = qh_src + qd, *qy_at = qh_src + rq.partner;
+        const float *kx_at = kh_src + tid, *ky_at = kh_src + rk.partner, *v_at = vh_src + tid;
+        pdl_wait();
+        if (trigger == 1) pdl_trigger();
+
+        float qx = has_q ? *qx_at : 0.0f, qy = has_q ? *qy_at : 0.0f;
+        float kx = has_k ? *kx_at : 0.0f, ky = has_k ? *ky_at : 0.0f;
+        float vd = has_k ? *v_at : 0.0f;
+#endif
         if (has_q) qs[tid] = da_rotate(qx, qy, rq, qd, rotary_dim, act);
         if (has_k) {
             float kd = da_rotate(kx, ky, rk, tid, rotary_dim, act);
@@ -504,7 +592,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         // Merge the warps in warp order: the block's partial, or with one split the output.
         const float* wacc = stage;
         for (int e = tid; e < hg * hs; e += DA_THREADS) {
-            int h = e / hs, d = e - h * hs;
+            int h, d;
+            da_split(e, hs, h, d);
             float m[8], l[8], a[8];
 #pragma unroll
             for (int i = 0; i < DA_WARPS; i++) {
@@ -541,7 +630,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         int count = min(DA_GROUP, lay.splits - first);
         int e = rank * DA_THREADS + tid;
         if (e < hg * hs) {
-            int h = e / hs, d = e - h * hs;
+            int h, d;
+            da_split(e, hs, h, d);
             u32 base = smem_u32(bpart);
             float m[8], l[8], a[8];
 #pragma unroll
@@ -571,14 +661,10 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         }
         cluster_arrive_relaxed();  // done reading the others' shared memory
         if (lay.groups > 1) {
-            __threadfence();
-            __syncthreads();
-            if (tid == 0) last = atomicAdd(counts + row, 1) == lay.groups * DA_GROUP - 1;
-            __syncthreads();
-            if (last) {
-                __threadfence();
+            if (da_ticket(counts + row, lay.groups * DA_GROUP, &last)) {
                 for (int e2 = tid; e2 < hg * hs; e2 += DA_THREADS) {
-                    int h = e2 / hs, d = e2 - h * hs;
+                    int h, d;
+                    da_split(e2, hs, h, d);
                     float m[8], l[8], a[8];
 #pragma unroll
                     for (int c = 0; c < 8; c++) {
@@ -605,7 +691,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     // No cluster: every split's partial goes to `part`; the last block of the row merges each
     // group in split order, then the groups, exactly as the cluster path does.
     for (int e = tid; e < hg * hs; e += DA_THREADS) {
-        int h = e / hs, d = e - h * hs;
+        int h, d;
+        da_split(e, hs, h, d);
         float* pp = da_part(part, slots, hs, h0 + h, split);
         pp[2 + d] = bpart[2 * DA_HEADS + e];
         if (d == 0) {
@@ -613,14 +700,10 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             pp[1] = bpart[DA_HEADS + h];
         }
     }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(counts + row, 1) == lay.splits - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!da_ticket(counts + row, lay.splits, &last)) return;
     for (int e = tid; e < hg * hs; e += DA_THREADS) {
-        int h = e / hs, d = e - h * hs;
+        int h, d;
+        da_split(e, hs, h, d);
         float gm[8], gl[8], ga[8];
 #pragma unroll
         for (int c = 0; c < 8; c++) {

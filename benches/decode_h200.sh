@@ -49,9 +49,9 @@
 #                 <shape>-<precision>-cuda/ and the Hugging Face checkpoint hf-<shape>-float16/
 #   SKIP_MAKE=1   reuse models made earlier on this machine (an earlier call, same warm machine)
 #   MAKE_ONLY=1   only make the models (no bandwidth, no benchmarks)
-#   MAKE_PARALLEL=1  with MAKE_ONLY, make every shape of a precision at once, one builder process
-#                 each (the H200 machine made four fp16 shapes in turn in 198 s, the 8B alone
-#                 in 78 s; not yet timed in parallel, so off by default)
+#   MAKE_PARALLEL  with MAKE_ONLY, 1 (the default) makes every shape of a precision at once, one
+#                 builder process each; 0 makes them in turn (the H200 machine made the four fp16
+#                 shapes in turn in 198 s, at once in 82 s: CUDA_NOTES round 22)
 #   BUDGET_S      wall-time budget in seconds (default 540): each step runs under `timeout` with
 #                 what is left, a step that would start with less than MIN_STEP_S (15) left is
 #                 skipped and recorded as {"kind":"skipped"}
@@ -295,8 +295,8 @@ if [[ "${MAKE_ONLY:-0}" != 1 ]]; then
     [[ -n "$BW" ]] || tail -5 "$WORK/bw.err"
 fi
 
-# --- with MAKE_PARALLEL=1 (and MAKE_ONLY=1): every shape of a precision made at once -------------
-if [[ "${MAKE_ONLY:-0}" == 1 && "${MAKE_PARALLEL:-0}" == 1 && "${SKIP_MAKE:-0}" != 1 ]]; then
+# --- with MAKE_ONLY=1 and MAKE_PARALLEL=1 (its default): every shape of a precision at once ---
+if [[ "${MAKE_ONLY:-0}" == 1 && "${MAKE_PARALLEL:-1}" == 1 && "${SKIP_MAKE:-0}" != 1 ]]; then
     for prec in $PRECISIONS; do
         echo "== $SHAPES $prec, made at once ($((SECONDS - T0)) s into the run)"
         makers=()

@@ -68,10 +68,6 @@ static_assert(DA_HEADS * 128 <= DA_THREADS && DA_MAX_HS <= DA_THREADS, "rotation
 // Per warp: the tile's pair weights, then per-head alphas; rows padded to 16 bytes (the
 // weights are read as float4).
 #define DA_PW ((DA_PASS + DA_HEADS + 3) / 4 * 4)
-// Round 22 A/B only (removed after it): 1 restores the divisions by runtime values.
-#ifndef DA_DIVIDE
-#define DA_DIVIDE 0
-#endif
 
 // Query heads one block serves (mirrored by `decode_heads` in kernels/decode.rs): two float4
 // units per lane past head size 128 halve them, keeping q and the accumulators in registers.
@@ -87,11 +83,7 @@ __device__ __forceinline__ DaLayout da_layout(int n) {
     int t = min((pt + DA_GROUP - 1) / DA_GROUP, DA_STAGED);
     t = max(t, (pt + DA_MAX_SPLITS - 1) / DA_MAX_SPLITS);
     // t is 1 or 2 up to DA_MAX_SPLITS * DA_STAGED passes: no division there.
-#if DA_DIVIDE
-    int s = (pt + t - 1) / t;
-#else
     int s = t == 1 ? pt : t == 2 ? (pt + 1) >> 1 : (pt + t - 1) / t;
-#endif
     DaLayout l = {t, s, (s + DA_GROUP - 1) / DA_GROUP};
     return l;
 }
@@ -140,11 +132,7 @@ __device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int
 // latency-bound path after the wait).
 static_assert(DA_HEADS == 2, "da_split assumes at most two query heads a block");
 __device__ __forceinline__ void da_split(int e, int hs, int& h, int& d) {
-#if DA_DIVIDE
-    h = e / hs;
-#else
     h = e >= hs ? 1 : 0;
-#endif
     d = e - h * hs;
 }
 
@@ -232,10 +220,6 @@ __device__ __forceinline__ float da_finish(const float (&m)[8], const float (&l)
 __device__ __forceinline__ void da_issue(float* slot, const float* kb, const float* vb,
                                          int key0, int s1, int p, int hs, int lane) {
     int units = hs >> 2;
-#if DA_DIVIDE
-    for (int i = lane; i < DA_KEYS * units; i += 32) {
-        int j = i / units, u = i - j * units, key = key0 + j;
-#else
     // Lane l copies units l, l + 32, ... of the warp's DA_KEYS rows, walked as (key j, unit u)
     // stepped by 32 units: whole rows dj, then du units (no division per copy).
     int j = 0, u = lane, dj = 0, du = 32;
@@ -254,7 +238,6 @@ __device__ __forceinline__ void da_issue(float* slot, const float* kb, const flo
             if (j >= DA_KEYS) break;
         }
         int key = key0 + j;
-#endif
         if (key < s1 && key != p) {
             cp_async16(slot + j * hs + 4 * u, kb + (size_t)key * hs + 4 * u);
             cp_async16(slot + (DA_KEYS + j) * hs + 4 * u, vb + (size_t)key * hs + 4 * u);
@@ -303,11 +286,7 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
         if (w.ring > 1) cp_async_wait<1>();
         else cp_async_wait<0>();
         __syncwarp();  // every lane's copies of this pass have landed
-#if DA_DIVIDE
-        float* slot = w.stage + ((size_t)warp * w.ring + t % w.ring) * slot_floats;
-#else
         float* slot = w.stage + ((size_t)warp * w.ring + (t & (w.ring - 1))) * slot_floats;
-#endif
         int key0 = w.s0 + t * DA_PASS + warp * DA_KEYS;
         float dots[M];
 #pragma unroll
@@ -397,28 +376,30 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
     __syncthreads();
 }
 
+// A device-scope acquire-release fence (sm_70+; the sequentially consistent __threadfence()
+// before, which is stronger than the tickets need).
+__device__ __forceinline__ void da_fence() {
+#if __CUDA_ARCH__ >= 700
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+    __threadfence();
+#endif
+}
+
 // The block's ticket on `count` once every thread has written its share of the block's partial:
 // true in every thread of the block that takes the last of `total` tickets. The writes are
 // released with the ticket and the last block acquires the other blocks' (`last`: the block's
 // shared flag). Thread 0 alone fences, after the block barrier that orders the other threads'
-// writes before its release (the pattern of a grid barrier), with an acquire-release fence;
-// __threadfence() in every thread (DA_DIVIDE=1) is the sequentially consistent one, 256 times.
+// writes before its release: the pattern of a grid barrier. (Until round 22 every thread ran a
+// sequentially consistent fence before the barrier and after the ticket.)
 __device__ __forceinline__ bool da_ticket(int* count, int total, int* last) {
-#if DA_DIVIDE || __CUDA_ARCH__ < 700
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) *last = atomicAdd(count, 1) == total - 1;
-    __syncthreads();
-    if (*last) __threadfence();
-#else
     __syncthreads();
     if (threadIdx.x == 0) {
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        da_fence();
         *last = atomicAdd(count, 1) == total - 1;
-        if (*last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        if (*last) da_fence();
     }
     __syncthreads();
-#endif
     return *last;
 }
 
@@ -549,17 +530,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         DaRot rq = {qd, 0.0f, 0.0f, false}, rk = {tid, 0.0f, 0.0f, false};
         if (has_q) rq = da_rot(c, s, qd, rotary_dim, interleaved);
         if (has_k) rk = da_rot(c, s, tid, rotary_dim, interleaved);
-#if DA_DIVIDE
-        pdl_wait();
-        if (trigger == 1) pdl_trigger();
-
-        const float* qh_src = qkv + (size_t)(h0 + qh) * hs;
-        const float* kh_src = qkv + (size_t)(heads + kvh) * hs;
-        const float* vh_src = qkv + (size_t)(heads + kv_heads + kvh) * hs;
-        float qx = has_q ? qh_src[qd] : 0.0f, qy = has_q ? qh_src[rq.partner] : 0.0f;
-        float kx = has_k ? kh_src[tid] : 0.0f, ky = has_k ? kh_src[rk.partner] : 0.0f;
-        float vd = has_k ? vh_src[tid] : 0.0f;
-#else
         // The addresses of what the rotations read, before the wait: after it, only the loads.
         const float* qh_src = qkv + (size_t)(h0 + qh) * hs;
         const float* kh_src = qkv + (size_t)(heads + kvh) * hs;
@@ -572,7 +542,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         float qx = has_q ? *qx_at : 0.0f, qy = has_q ? *qy_at : 0.0f;
         float kx = has_k ? *kx_at : 0.0f, ky = has_k ? *ky_at : 0.0f;
         float vd = has_k ? *v_at : 0.0f;
-#endif
         if (has_q) qs[tid] = da_rotate(qx, qy, rq, qd, rotary_dim, act);
         if (has_k) {
             float kd = da_rotate(kx, ky, rk, tid, rotary_dim, act);

@@ -173,27 +173,73 @@ __device__ __forceinline__ void cp_async_wait() {
 #define DEC_WARPS 4
 #define DEC_COLS 2
 
+// Round 22 A/B (off by default): W_EVICT=1 marks the weight streams L2 evict-first (a cache
+// policy; the `.L2::evict_first` qualifier itself takes only 32-byte loads), so the small
+// per-step data (KV cache, activations, norm weights, cos/sin rows) outlives them in L2.
+#ifndef W_EVICT
+#define W_EVICT 0
+#endif
+#define W_POLICY (W_EVICT && __CUDA_ARCH__ >= 800)
+
+#if W_POLICY
+// The evict-first policy (not volatile: the compiler may form it once per kernel).
+__device__ __forceinline__ unsigned long long stream_policy() {
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+#endif
+
 // A 16-byte weight load that bypasses L1 (weights are read once per step; L1 is kept for x,
 // which every warp of an SM re-reads). Weights are never written by a kernel, so the
 // non-coherent path is safe and these loads may run before pdl_wait().
 __device__ __forceinline__ uint4 load_stream16(const void* p) {
     uint4 v;
+#if W_POLICY
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(stream_policy()));
+#else
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
+#endif
     return v;
 }
 
 __device__ __forceinline__ float load_stream_f32(const float* p) {
     float v;
+#if W_POLICY
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.f32 %0, [%1], %2;"
+                 : "=f"(v)
+                 : "l"(p), "l"(stream_policy()));
+#else
     asm volatile("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#endif
     return v;
 }
 
 __device__ __forceinline__ int load_stream_u8(const u8* p) {
     u32 v;
+#if W_POLICY
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u8 %0, [%1], %2;"
+                 : "=r"(v)
+                 : "l"(p), "l"(stream_policy()));
+#else
     asm volatile("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=r"(v) : "l"(p));
+#endif
     return (int)v;
+}
+
+// cp_async16 for a weight stream (the shared entries' copies), evict-first under W_EVICT.
+__device__ __forceinline__ void cp_async16_stream(void* dst, const void* src) {
+#if W_POLICY
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)),
+                 "l"(src), "l"(stream_policy())
+                 : "memory");
+#else
+    cp_async16(dst, src);
+#endif
 }
 
 // Bytes of dynamic shared memory this launch has.

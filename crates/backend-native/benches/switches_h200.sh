@@ -15,7 +15,7 @@
 # Environment: SHAPES ("qwen2.5-0.5b qwen2.5-1.5b llama3-8b"), PRECISION (fp16), ROUNDS (2),
 # STAGES ("make kernels ab"; also "parity": cuda_parity and cuda_sampling under each variant),
 # CALL (0), BENCH_COMMIT, MODELS_DIR (/tmp/bench-models); the models are made by
-# benches/decode_h200.sh (MAKE_ONLY=1; MAKE_PARALLEL=1 makes the shapes at once), which needs
+# benches/decode_h200.sh (MAKE_ONLY=1: the shapes made at once unless MAKE_PARALLEL=0), which needs
 # carry/bench/site.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

@@ -54,7 +54,8 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
             uint4* slot = mine + (size_t)(j * slots + i) * H * 32;
             if (vec) {
 #pragma unroll
-                for (int h = 0; h < H; h++) cp_async16_stream(slot + h * 32, wr[j] + u * 8 + h * (16 / sizeof(W)));
+                for (int h = 0; h < H; h++)
+                    cp_async16_dense(slot + h * 32, wr[j] + u * 8 + h * (16 / sizeof(W)));
             } else {
                 uint4 raw[H];
                 fetch_unit(wr[j], u * 8, k, false, raw);

@@ -184,6 +184,33 @@ mod tests {
     }
 
     #[test]
+    fn eight_walk_blocks_an_sm_move_the_ties_and_the_second_waves() {
+        // 132 SMs × 8 blocks: the walk at 64 registers (under W_EVICT=1, CUDA_NOTES round 22).
+        let eight = 1056;
+        // Qwen2.5-1.5B qkv: split 4's 1,024 blocks now fit one wave of one round like split 2's
+        // 512, so the tie goes to the default (4); at 924 split 4 took two waves.
+        assert_eq!((split(2048, 1536, H200), split(2048, 1536, eight)), (2, 4));
+        // Llama-3.2-1B o the same way (split 4: 1,024 blocks).
+        assert_eq!((split(2048, 2048, H200), split(2048, 2048, eight)), (2, 4));
+        // Llama-3.2-1B down keeps split 4, whose 1,024 blocks now take one wave instead of a
+        // full one and 100 blocks.
+        let down = LinearShape::one_row(2048, 8192, -1);
+        assert_eq!(split(2048, 8192, eight), 4);
+        assert_eq!(down.decode_blocks(4).div_ceil(H200), 2);
+        assert_eq!(down.decode_blocks(4).div_ceil(eight), 1);
+        // Qwen2.5-0.5B and Llama-3-8B keep every plan.
+        for (n, k) in [
+            (1152, 896),
+            (896, 896),
+            (896, 4864),
+            (151_936, 896),
+            (6144, 4096),
+        ] {
+            assert_eq!(split(n, k, H200), split(n, k, eight), "{n} × {k}");
+        }
+    }
+
+    #[test]
     fn the_pipelined_split_fills_waves_then_widens() {
         // 132 SMs × 8 blocks of `gemv_decode_pipe_f16` (60 registers).
         let pipe = |n, k| LinearShape::one_row(n, k, -1).decode_pipe_split(1056);

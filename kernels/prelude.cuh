@@ -196,18 +196,15 @@ __device__ __forceinline__ int load_stream_u8(const u8* p) {
     return (int)v;
 }
 
-// The dense one-row kernels' weight streams (walk, pipelined and shared entries) are marked L2
-// evict-first through a cache policy (the `.L2::evict_first` qualifier itself takes only 32-byte
-// loads), so the small per-step data (KV cache, activations, norm weights, cos/sin rows)
-// outlives them in L2: each weight is read once a step, the step streams far more than the L2
-// holds. W_EVICT=0 (a define) turns it off. H200, CUDA_NOTES round 22: Qwen2.5-0.5B fp16 +2.2%,
-// Llama-3.2-1B +7.3%, Llama-3-8B +0.3%, Qwen2.5-1.5B -0.7%, the int4 models 0 / -0.4%. Part of
-// that is occupancy: the walk kernel takes 64 registers under it (8 blocks an SM, 68 and 7
-// without), which moves the occupancy-based plans where a tie or a wave moves (1.5B's qkv loses
-// by it). Marking the int4 entries' streams too cost those models 0.7-1.0%: they keep
-// load_stream16.
+// W_EVICT=1 (a define, off; CUDA_NOTES round 22) marks the dense one-row kernels' weight streams
+// (walk, pipelined and shared entries) L2 evict-first through a cache policy (the
+// `.L2::evict_first` qualifier itself takes only 32-byte loads), so the small per-step data
+// (KV cache, activations, norm weights, cos/sin rows) outlives them in L2. Measured on every
+// kernel in round 22: +1.3% on Qwen2.5-0.5B, +0.8% on 1.5B, -0.7/-1.0% on the int4 models, so
+// the int4 kernels keep load_stream16; and it moves the walk to 64 registers (8 blocks an SM),
+// which changes the occupancy-based plans.
 #ifndef W_EVICT
-#define W_EVICT 1
+#define W_EVICT 0
 #endif
 #define W_POLICY (W_EVICT && __CUDA_ARCH__ >= 800)
 

@@ -199,10 +199,12 @@ __device__ __forceinline__ int load_stream_u8(const u8* p) {
 // W_EVICT=1 (a define, off; CUDA_NOTES round 22) marks the dense one-row kernels' weight streams
 // (walk, pipelined and shared entries) L2 evict-first through a cache policy (the
 // `.L2::evict_first` qualifier itself takes only 32-byte loads), so the small per-step data
-// (KV cache, activations, norm weights, cos/sin rows) outlives them in L2. Measured on every
-// kernel in round 22: +1.3% on Qwen2.5-0.5B, +0.8% on 1.5B, -0.7/-1.0% on the int4 models, so
-// the int4 kernels keep load_stream16; and it moves the walk to 64 registers (8 blocks an SM),
-// which changes the occupancy-based plans.
+// (KV cache, activations, norm weights, cos/sin rows) outlives them in L2. H200, same binaries
+// alternating: fp16 Qwen2.5-0.5B +2.2%, Llama-3.2-1B +7.3%, Llama-3-8B +0.3%, Qwen2.5-1.5B
+// -0.7%; int4 0.5B 0.0%, 1.5B -0.4% (marking the int4 entries' streams too cost those models
+// 0.7-1.0%, so they keep load_stream16). Part of it is occupancy: the walk takes 64 registers
+// under it (8 blocks an SM, 68 and 7 without), which moves the occupancy-based plans where a
+// tie or a wave moves (1.5B's qkv loses by it). Off until cuda_parity has run with it.
 #ifndef W_EVICT
 #define W_EVICT 0
 #endif

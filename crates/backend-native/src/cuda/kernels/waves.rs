@@ -17,14 +17,38 @@ const ROUND_VALUES: usize = 4 * 8 * 32;
 /// The one-row dense kernels whose resident block count the rules need: both one-row entries
 /// of each dense linear kernel.
 fn kernels() -> impl Iterator<Item = &'static str> {
-    ["gemv_f32", "gemv_f16", "gemv_bf16"]
+    DENSE_KINDS
         .into_iter()
         .flat_map(|kind| [super::decode_kernel(kind), super::decode_pipe_kernel(kind)])
 }
 
+/// The dense linear kernels with one-row entries.
+const DENSE_KINDS: [&str; 3] = ["gemv_f32", "gemv_f16", "gemv_bf16"];
+
+/// Whether `name` is a walk entry (`gemv_decode_*`, not the pipelined one).
+fn is_walk(name: &str) -> bool {
+    DENSE_KINDS
+        .into_iter()
+        .any(|kind| super::decode_kernel(kind) == name)
+}
+
+/// Blocks an SM the rules take the walk entries (`gemv_decode_*`) to hold instead of the
+/// driver's answer: an A/B switch that moves the plans without moving the kernels (CUDA_NOTES
+/// round 22: the L2 policy of `W_EVICT=1` also takes the walk from 7 to 8 blocks an SM on an
+/// H200, and the plans that follow lose on Qwen2.5-1.5B).
+const WALK_PER_SM_ENV: &str = "GENAI_BRIDGE_WALK_PER_SM";
+
+/// [`WALK_PER_SM_ENV`]'s value: a whole number of blocks from 1 to 32, else none.
+fn walk_per_sm(value: Option<&str>) -> Option<usize> {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| (1..=32).contains(n))
+}
+
 /// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at
-/// 128 threads, no dynamic shared memory); kernels the driver cannot answer for are left out
-/// (the rule then falls back to the default split).
+/// 128 threads, no dynamic shared memory; for the walk entries [`WALK_PER_SM_ENV`] when set);
+/// kernels the driver cannot answer for are left out (the rule then falls back to the default
+/// split).
 pub(super) fn resident_blocks(
     ctx: &CudaContext,
     functions: &HashMap<&'static str, CudaFunction>,
@@ -34,13 +58,15 @@ pub(super) fn resident_blocks(
         return HashMap::new();
     }
     let sms = multiprocessors(ctx);
+    let walk_override = walk_per_sm(std::env::var(WALK_PER_SM_ENV).ok().as_deref());
     kernels()
         .filter_map(|name| {
             let f = functions.get(name)?;
             let per_sm = f
                 .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, 0, None)
-                .ok()?;
-            Some((name, sms * per_sm as usize)).filter(|&(_, r)| r > 0)
+                .ok()? as usize;
+            let per_sm = walk_override.filter(|_| is_walk(name)).unwrap_or(per_sm);
+            Some((name, sms * per_sm)).filter(|&(_, r)| r > 0)
         })
         .collect()
 }
@@ -327,6 +353,24 @@ mod tests {
             split: 4,
         };
         assert!(!ragged(&s, whole, H200));
+    }
+
+    #[test]
+    fn the_walk_per_sm_switch_takes_whole_numbers_up_to_32() {
+        assert!(is_walk("gemv_decode_f16") && !is_walk("gemv_decode_pipe_f16"));
+        assert_eq!(walk_per_sm(Some("7")), Some(7));
+        assert_eq!(walk_per_sm(Some(" 8 ")), Some(8));
+        for bad in [
+            None,
+            Some(""),
+            Some("0"),
+            Some("33"),
+            Some("-1"),
+            Some("7.5"),
+            Some("x"),
+        ] {
+            assert_eq!(walk_per_sm(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

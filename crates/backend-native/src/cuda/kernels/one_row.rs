@@ -223,9 +223,10 @@ impl Kernels {
     fn base_plan(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
         let resident = |name| self.resident.get(name).copied().unwrap_or(0);
         let walk = resident(decode_kernel(kind));
-        let room = match self.qkv_shapes.contains(&(s.n, s.k)) {
-            true => self.qkv_room.get(decode_kernel(kind)).copied().unwrap_or(0),
-            false => 0,
+        let room = if self.qkv_shapes.contains(&(s.n, s.k)) {
+            self.qkv_room.get(decode_kernel(kind)).copied().unwrap_or(0)
+        } else {
+            0
         };
         let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)), room);
         (plan, walk)

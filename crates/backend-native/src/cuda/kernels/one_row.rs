@@ -237,7 +237,12 @@ impl Kernels {
     /// whose plans then see it); nothing without it.
     pub(crate) fn mark_qkv(&mut self, qkv: impl IntoIterator<Item = (&'static str, LinearShape)>) {
         if !self.qkv_room.is_empty() {
-            self.qkv_shapes = qkv.into_iter().map(|(_, s)| (s.n, s.k)).collect();
+            // One entry per distinct shape (every layer has one): base_plan scans it at each
+            // eager launch.
+            let mut shapes: Vec<_> = qkv.into_iter().map(|(_, s)| (s.n, s.k)).collect();
+            shapes.sort_unstable();
+            shapes.dedup();
+            self.qkv_shapes = shapes;
         }
     }
 

@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(256)
 #endif
 
 // One iteration's loads: L units (stride apart from u0) of each valid column.
-template <typename W, int L, int H>
+template <typename W, int L, int H, int ENTRY>
 __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
                                             const bool (&valid)[DEC_COLS], int u0, int stride,
                                             int units, int k, bool vec,
@@ -162,13 +162,14 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
         int u = u0 + l * stride;
 #pragma unroll
         for (int j = 0; j < DEC_COLS; j++)
-            if (u < units && valid[j]) fetch_unit(wr[j], u * 8, k, vec, raw[j][l]);
+            if (u < units && valid[j]) fetch_unit<W, ENTRY>(wr[j], u * 8, k, vec, raw[j][l]);
     }
 }
 
 // UNITS: 16-byte loads per column per lane in a round; PIPE: the next round's loads go out
-// before this round's arithmetic (units past the row are not loaded and never used).
-template <typename W, int KIND, int UNITS, bool PIPE>
+// before this round's arithmetic (units past the row are not loaded and never used); ENTRY:
+// W_WALK or W_PIPE, the entry's bit of the W_EVICT mask (prelude.cuh).
+template <typename W, int KIND, int UNITS, bool PIPE, int ENTRY>
 __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ bias,
@@ -194,14 +195,14 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
     // writes x (programmatic dependent launch; see pdl_enter in prelude.cuh).
     pdl_trigger();
     int u0 = part * 32 + lane;
-    fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
+    fetch_units<W, L, H, ENTRY>(wr, valid, u0, stride, units, k, vec, raw);
     pdl_wait();
     for (; u0 < units; u0 += L * stride) {
         uint4 next[DEC_COLS][L][H];
         if (PIPE)
-            fetch_units<W, L, H>(wr, valid, u0 + L * stride, stride, units, k, vec, next);
+            fetch_units<W, L, H, ENTRY>(wr, valid, u0 + L * stride, stride, units, k, vec, next);
         else if (u0 != part * 32 + lane)
-            fetch_units<W, L, H>(wr, valid, u0, stride, units, k, vec, raw);
+            fetch_units<W, L, H, ENTRY>(wr, valid, u0, stride, units, k, vec, raw);
 #pragma unroll
         for (int l = 0; l < L; l++) {
             int u = u0 + l * stride;
@@ -227,19 +228,19 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, W_WALK>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, W_WALK>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, W_WALK>(w, x, bias, y, n, k, split, glu, act);
 }
 
 // One row through the multi-row body (x staged in shared memory, 8 warps per block).
@@ -274,17 +275,17 @@ extern "C" __global__ void __launch_bounds__(256, 4)
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_f32(const float* w, const float* x, const float* bias, float* y, int n,
         int k, int split, int glu, int act) {
-    gemv_decode_body<float, 0, 2, true>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<float, 0, 2, true, W_PIPE>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_f16(const u16* w, const float* x, const float* bias, float* y, int n,
         int k, int split, int glu, int act) {
-    gemv_decode_body<u16, 1, 2, true>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 1, 2, true, W_PIPE>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
         int k, int split, int glu, int act) {
-    gemv_decode_body<u16, 2, 2, true>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 2, 2, true, W_PIPE>(w, x, bias, y, n, k, split, glu, act);
 }

@@ -196,21 +196,27 @@ __device__ __forceinline__ int load_stream_u8(const u8* p) {
     return (int)v;
 }
 
-// W_EVICT=1 (a define, off; CUDA_NOTES round 22) marks the dense one-row kernels' weight streams
-// (walk, pipelined and shared entries) L2 evict-first through a cache policy (the
-// `.L2::evict_first` qualifier itself takes only 32-byte loads), so the small per-step data
-// (KV cache, activations, norm weights, cos/sin rows) outlives them in L2. H200, same binaries
-// alternating: fp16 Qwen2.5-0.5B +2.2%, Llama-3.2-1B +7.3%, Llama-3-8B +0.3%, Qwen2.5-1.5B
-// -0.7%; int4 0.5B 0.0%, 1.5B -0.4% (marking the int4 entries' streams too cost those models
-// 0.7-1.0%, so they keep load_stream16). Part of it is occupancy: the walk takes 64 registers
-// under it (8 blocks an SM, 68 and 7 without), which moves the occupancy-based plans where a
-// tie or a wave moves (1.5B's qkv loses by it). Off until cuda_parity has run with it.
+// W_EVICT (a define; CUDA_NOTES rounds 22-23): a mask of the dense one-row entries whose weight
+// streams are L2 evict-first through a cache policy (the `.L2::evict_first` qualifier itself
+// takes only 32-byte loads), so the small per-step data (KV cache, activations, norm weights,
+// cos/sin rows) outlives them in L2: each weight is read once a step, and a step streams far
+// more than the L2 holds. Bits: 1 the walk (gemv_decode_*), 2 the pipelined entry
+// (gemv_decode_pipe_*), 4 the shared entry's copies (gemv_shared.cu); all three by default,
+// W_EVICT=0 for none. H200, fp16, same binaries alternating, all against none: Qwen2.5-0.5B
+// +2.2%, Llama-3.2-1B +7.3%, Llama-3-8B +0.5%, Qwen2.5-1.5B -0.7%. Most of the 3.2-1B gain and
+// the 1.5B loss are occupancy, not the policy: the walk takes 64 registers under it (8 blocks an
+// SM, 68 and 7 without), and 8 walk blocks an SM without the policy (DEC_MIN_BLOCKS=8) gave the
+// same +7.4% / -1.3%. Marking the int4 entries' streams too cost those models 0.7-1.0%: they
+// keep load_stream16.
 #ifndef W_EVICT
-#define W_EVICT 0
+#define W_EVICT 7
 #endif
-#define W_POLICY (W_EVICT && __CUDA_ARCH__ >= 800)
+#define W_POLICY(ENTRY) ((W_EVICT & (ENTRY)) && __CUDA_ARCH__ >= 800)
+#define W_WALK 1
+#define W_PIPE 2
+#define W_SHARED 4
 
-#if W_POLICY
+#if W_POLICY(W_WALK | W_PIPE | W_SHARED)
 // The evict-first policy (not volatile: the compiler may form it once per kernel).
 __device__ __forceinline__ unsigned long long stream_policy() {
     unsigned long long pol;
@@ -219,22 +225,24 @@ __device__ __forceinline__ unsigned long long stream_policy() {
 }
 #endif
 
-// load_stream16 for a dense weight stream.
+// load_stream16 for a dense weight stream of ENTRY (W_WALK or W_PIPE).
+template <int ENTRY>
 __device__ __forceinline__ uint4 load_dense16(const void* p) {
-#if W_POLICY
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p), "l"(stream_policy()));
-    return v;
-#else
-    return load_stream16(p);
+#if W_POLICY(W_WALK | W_PIPE)
+    if constexpr ((W_EVICT & ENTRY) != 0) {
+        uint4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p), "l"(stream_policy()));
+        return v;
+    }
 #endif
+    return load_stream16(p);
 }
 
 // cp_async16 for a dense weight stream (the shared entries' copies).
 __device__ __forceinline__ void cp_async16_dense(void* dst, const void* src) {
-#if W_POLICY
+#if W_POLICY(W_SHARED)
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)),
                  "l"(src), "l"(stream_policy())
                  : "memory");
@@ -363,12 +371,12 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
 // ---- One-row helpers of gemv.cu and gemv_shared.cu -----------------------------------------
 
 // The raw bytes of the 8-value unit at column c of a weight row (zero past k).
-template <typename W>
+template <typename W, int ENTRY = W_WALK>
 __device__ __forceinline__ void fetch_unit(const W* wr, int c, int k, bool vec,
                                            uint4 (&raw)[sizeof(W) / 2]) {
     if (vec) {
 #pragma unroll
-        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = load_dense16(wr + c + h * (16 / sizeof(W)));
+        for (int h = 0; h < (int)sizeof(W) / 2; h++) raw[h] = load_dense16<ENTRY>(wr + c + h * (16 / sizeof(W)));
     } else {
         W tmp[8];
 #pragma unroll

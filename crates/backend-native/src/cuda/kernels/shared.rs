@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn the_walk_keeps_one_round_single_wave_launches() {
-        // 924 blocks of `gemv_decode_f16` an H200 holds (132 SMs × 7).
+        // 924 blocks of `gemv_decode_f16` an H200 holds at 68 registers (132 SMs × 7).
         let in_flight = |n, k, split| LinearShape::one_row(n, k, -1).walk_in_flight(split, 924);
         // Qwen2.5-1.5B qkv (split 2: 512 blocks, one round) and o: the walk has them in flight.
         assert!(in_flight(2048, 1536, 2));

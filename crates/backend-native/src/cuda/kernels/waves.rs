@@ -238,7 +238,8 @@ mod tests {
         s.decode_split_waves(resident, s.decode_split(), 0)
     }
 
-    // 924 blocks: 132 SMs × 7 blocks of `gemv_decode_f16` (68 registers) on an H200.
+    // 924 blocks: 132 SMs × 7 blocks of `gemv_decode_f16` at 68 registers on an H200 (the walk
+    // without the L2 policy, `W_EVICT=0`; with it, the default since round 23, 64 and 1,056).
     const H200: usize = 924;
 
     #[test]
@@ -270,7 +271,7 @@ mod tests {
 
     #[test]
     fn eight_walk_blocks_an_sm_move_the_ties_and_the_second_waves() {
-        // 132 SMs × 8 blocks: the walk at 64 registers (under W_EVICT=1, CUDA_NOTES round 22).
+        // 132 SMs × 8 blocks: the walk at 64 registers (its L2 policy, CUDA_NOTES round 22).
         let eight = 1056;
         // Qwen2.5-1.5B qkv: split 4's 1,024 blocks now fit one wave of one round like split 2's
         // 512, so the tie goes to the default (4); at 924 split 4 took two waves.

@@ -163,11 +163,10 @@ impl CudaDecoder {
         let may_stream = options.vram_budget.is_some()
             || estimated_bytes(plan) + estimated_state_bytes(plan, planned_length) > free;
         let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
-        let last_qkv = || dev_model.layers.iter().filter_map(|l| l.qkv.parts.last());
-        kernels.mark_qkv(last_qkv().filter_map(|(p, _)| p.one_row_dense()));
         let layer_linears = dev_model.layers.iter().flat_map(|l| l.linears());
         kernels.fit_gemv_rule(layer_linears.filter_map(|l| l.one_row_dense()));
-        kernels.fit_attention_rule(last_qkv().filter_map(|(p, _)| p.one_row_dense()));
+        let last_qkv = dev_model.layers.iter().filter_map(|l| l.qkv.parts.last());
+        kernels.fit_attention_rule(last_qkv.filter_map(|(p, _)| p.one_row_dense()));
         let (prefill_gemm, gemm_reason) = blas::choose(options.prefill_gemm, &stream);
         let residency = if may_stream {
             let state_bytes = Buffers::bytes(&dev_model, planned_length, prefill_gemm) as u64;

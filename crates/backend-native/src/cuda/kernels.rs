@@ -47,11 +47,6 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
-    /// Under `GENAI_BRIDGE_QKV_ROOM=1`, walk blocks of each dense kind the device holds beside
-    /// a decode-attention block on every SM (`waves::attention_room`), and the (n, k) of the
-    /// launches before a decode attention whose ties prefer that many blocks or fewer.
-    qkv_room: HashMap<&'static str, usize>,
-    qkv_shapes: Vec<(usize, usize)>,
     /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
     /// take here (0: none; `kernels/shared.rs`).
     sms: usize,
@@ -165,7 +160,6 @@ impl Kernels {
             | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
-        let qkv_room = waves::attention_room(&device.ctx, &functions, attention);
         let sms = waves::multiprocessors(&device.ctx);
         let shared_max = shared::prepare(&device.ctx, &functions);
         Ok(Kernels {
@@ -177,8 +171,6 @@ impl Kernels {
             decode_gemv_named: named.is_some(),
             decode,
             resident,
-            qkv_room,
-            qkv_shapes: Vec::new(),
             sms,
             shared_max,
             shared_per_sm: Default::default(),

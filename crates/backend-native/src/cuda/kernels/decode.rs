@@ -21,7 +21,7 @@ const THREADS: u32 = 256;
 /// Floats of one warp's ring slot per head-size value: 4 keys and 4 values (`da_issue`).
 const SLOT_ROWS: usize = 8;
 /// Warps per block (`DA_WARPS`).
-pub(super) const WARPS: usize = 8;
+const WARPS: usize = 8;
 
 /// Set to `0` to merge decode-attention splits through global memory even where thread block
 /// clusters exist, `1` to merge them in clusters wherever clusters exist; unset: the rule of

@@ -223,27 +223,8 @@ impl Kernels {
     fn base_plan(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
         let resident = |name| self.resident.get(name).copied().unwrap_or(0);
         let walk = resident(decode_kernel(kind));
-        let room = if self.qkv_shapes.contains(&(s.n, s.k)) {
-            self.qkv_room.get(decode_kernel(kind)).copied().unwrap_or(0)
-        } else {
-            0
-        };
-        let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)), room);
+        let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)));
         (plan, walk)
-    }
-
-    /// Records the launches before each decode attention (`qkv`: kernel and shape of each
-    /// layer's last qkv part) for `GENAI_BRIDGE_QKV_ROOM` (before [`Kernels::fit_gemv_rule`],
-    /// whose plans then see it); nothing without it.
-    pub(crate) fn mark_qkv(&mut self, qkv: impl IntoIterator<Item = (&'static str, LinearShape)>) {
-        if !self.qkv_room.is_empty() {
-            // One entry per distinct shape (every layer has one): base_plan scans it at each
-            // eager launch.
-            let mut shapes: Vec<_> = qkv.into_iter().map(|(_, s)| (s.n, s.k)).collect();
-            shapes.sort_unstable();
-            shapes.dedup();
-            self.qkv_shapes = shapes;
-        }
     }
 
     /// The plan `rule` gives a one-row dense launch of `kind` over `s`, and the walk kernel's

@@ -17,38 +17,14 @@ const ROUND_VALUES: usize = 4 * 8 * 32;
 /// The one-row dense kernels whose resident block count the rules need: both one-row entries
 /// of each dense linear kernel.
 fn kernels() -> impl Iterator<Item = &'static str> {
-    DENSE_KINDS
+    ["gemv_f32", "gemv_f16", "gemv_bf16"]
         .into_iter()
         .flat_map(|kind| [super::decode_kernel(kind), super::decode_pipe_kernel(kind)])
 }
 
-/// The dense linear kernels with one-row entries.
-const DENSE_KINDS: [&str; 3] = ["gemv_f32", "gemv_f16", "gemv_bf16"];
-
-/// Whether `name` is a walk entry (`gemv_decode_*`, not the pipelined one).
-fn is_walk(name: &str) -> bool {
-    DENSE_KINDS
-        .into_iter()
-        .any(|kind| super::decode_kernel(kind) == name)
-}
-
-/// Blocks an SM the rules take the walk entries (`gemv_decode_*`) to hold instead of the
-/// driver's answer: an A/B switch that moves the plans without moving the kernels (CUDA_NOTES
-/// round 22: the L2 policy of `W_EVICT=1` also takes the walk from 7 to 8 blocks an SM on an
-/// H200, and the plans that follow lose on Qwen2.5-1.5B).
-const WALK_PER_SM_ENV: &str = "GENAI_BRIDGE_WALK_PER_SM";
-
-/// [`WALK_PER_SM_ENV`]'s value: a whole number of blocks from 1 to 32, else none.
-fn walk_per_sm(value: Option<&str>) -> Option<usize> {
-    value
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| (1..=32).contains(n))
-}
-
 /// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at
-/// 128 threads, no dynamic shared memory; for the walk entries [`WALK_PER_SM_ENV`] when set);
-/// kernels the driver cannot answer for are left out (the rule then falls back to the default
-/// split).
+/// 128 threads, no dynamic shared memory); kernels the driver cannot answer for are left out
+/// (the rule then falls back to the default split).
 pub(super) fn resident_blocks(
     ctx: &CudaContext,
     functions: &HashMap<&'static str, CudaFunction>,
@@ -58,66 +34,13 @@ pub(super) fn resident_blocks(
         return HashMap::new();
     }
     let sms = multiprocessors(ctx);
-    let walk_override = walk_per_sm(std::env::var(WALK_PER_SM_ENV).ok().as_deref());
     kernels()
         .filter_map(|name| {
             let f = functions.get(name)?;
             let per_sm = f
                 .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, 0, None)
-                .ok()? as usize;
-            let per_sm = walk_override.filter(|_| is_walk(name)).unwrap_or(per_sm);
-            Some((name, sms * per_sm)).filter(|&(_, r)| r > 0)
-        })
-        .collect()
-}
-
-/// `1`: on a tie, the qkv launch (the one before each decode attention) takes a split whose
-/// walk blocks leave every SM room for one decode-attention block (an A/B switch, off;
-/// CUDA_NOTES round 22: at 8 walk blocks an SM Qwen2.5-1.5B's qkv moves from split 2, 512
-/// blocks, to the tied split 4, 1,024 blocks that fill every SM's registers, and its step loses
-/// 1.4% though alone the two splits tie).
-const QKV_ROOM_ENV: &str = "GENAI_BRIDGE_QKV_ROOM";
-
-/// Registers a warp is given for `per_thread` registers a thread (warps take them in units of
-/// 256: 8 a thread).
-fn warp_registers(per_thread: usize) -> usize {
-    per_thread.next_multiple_of(8) * 32
-}
-
-/// Blocks of a walk entry (`walk` registers a thread, [`DEC_WARPS`] warps) an SM of
-/// `per_sm` registers holds beside one decode-attention block (`attention` registers a
-/// thread, `decode::WARPS` warps).
-fn walk_beside_attention(per_sm: usize, walk: usize, attention: usize) -> usize {
-    let attention_block = super::decode::WARPS * warp_registers(attention);
-    per_sm.saturating_sub(attention_block) / (DEC_WARPS * warp_registers(walk)).max(1)
-}
-
-/// Under [`QKV_ROOM_ENV`]`=1`, the walk blocks of each dense kind the device holds while every
-/// SM also holds a decode-attention block (`attention`), from the registers the driver reports;
-/// otherwise, or where it does not answer, none.
-pub(super) fn attention_room(
-    ctx: &CudaContext,
-    functions: &HashMap<&'static str, CudaFunction>,
-    attention: &CudaFunction,
-) -> HashMap<&'static str, usize> {
-    if std::env::var(QKV_ROOM_ENV).as_deref() != Ok("1") || ctx.bind_to_thread().is_err() {
-        return HashMap::new();
-    }
-    let registers = |f: &CudaFunction| f.num_regs().ok().and_then(|r| usize::try_from(r).ok());
-    let per_sm = ctx
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)
-        .ok()
-        .and_then(|n| usize::try_from(n).ok());
-    let (Some(per_sm), Some(attention)) = (per_sm, registers(attention)) else {
-        return HashMap::new();
-    };
-    let sms = multiprocessors(ctx);
-    DENSE_KINDS
-        .into_iter()
-        .map(super::decode_kernel)
-        .filter_map(|name| {
-            let walk = registers(functions.get(name)?)?;
-            Some((name, sms * walk_beside_attention(per_sm, walk, attention)))
+                .ok()?;
+            Some((name, sms * per_sm as usize)).filter(|&(_, r)| r > 0)
         })
         .collect()
 }
@@ -141,17 +64,16 @@ impl LinearShape {
     /// with fewer load rounds per warp (a shorter dependent chain; on the H200, round 9,
     /// builds whose resident count gave Llama-3-8B's lm_head split 4 instead of the tied
     /// split 2 ran an 8B-l4 step ~13% faster), then `default`, then the smaller split.
-    ///
-    /// With `room` (0: none; [`QKV_ROOM_ENV`]), a tie after the rounds goes first to a split of
-    /// at most `room` blocks.
-    pub(super) fn decode_split_waves(&self, resident: usize, default: usize, room: usize) -> usize {
+    pub(super) fn decode_split_waves(&self, resident: usize, default: usize) -> usize {
         if resident == 0 {
             return default;
         }
         let cost = |split: usize| {
-            let blocks = self.decode_blocks(split);
-            let (waves, rounds) = (blocks.div_ceil(resident), self.decode_rounds(split));
-            (waves * rounds, rounds, room > 0 && blocks > room)
+            let (waves, rounds) = (
+                self.decode_blocks(split).div_ceil(resident),
+                self.decode_rounds(split),
+            );
+            (waves * rounds, rounds)
         };
         let mut best = default;
         let mut split = 1;
@@ -165,15 +87,8 @@ impl LinearShape {
     }
 
     /// The kernel and split `rule` gives this one-row shape, with the resident block counts of
-    /// `gemv_decode_*` and `gemv_decode_pipe_*` (0: unknown) and the walk's tie preference
-    /// `room` ([`LinearShape::decode_split_waves`]; 0: none).
-    pub(super) fn one_row_plan(
-        &self,
-        rule: DecodeGemv,
-        walk: usize,
-        pipe: usize,
-        room: usize,
-    ) -> OneRow {
+    /// `gemv_decode_*` and `gemv_decode_pipe_*` (0: unknown).
+    pub(super) fn one_row_plan(&self, rule: DecodeGemv, walk: usize, pipe: usize) -> OneRow {
         let plain = OneRow::walk;
         match rule {
             DecodeGemv::Waves
@@ -181,7 +96,7 @@ impl LinearShape {
             | DecodeGemv::OneWave
             | DecodeGemv::Shared
             | DecodeGemv::SharedWalk => {
-                let split = self.decode_split_waves(walk, self.decode_split(), room);
+                let split = self.decode_split_waves(walk, self.decode_split());
                 let piped = OneRow::pipe;
                 if rule == DecodeGemv::Waves || pipe == 0 {
                     return plain(split);
@@ -235,7 +150,7 @@ mod tests {
 
     fn split(n: usize, k: usize, resident: usize) -> usize {
         let s = LinearShape::one_row(n, k, -1);
-        s.decode_split_waves(resident, s.decode_split(), 0)
+        s.decode_split_waves(resident, s.decode_split())
     }
 
     // 924 blocks: 132 SMs × 7 blocks of `gemv_decode_f16` at 68 registers on an H200 (the walk
@@ -312,8 +227,7 @@ mod tests {
 
     #[test]
     fn long_rows_go_to_the_pipelined_kernel() {
-        let plan =
-            |n, k, rule, pipe| LinearShape::one_row(n, k, -1).one_row_plan(rule, H200, pipe, 0);
+        let plan = |n, k, rule, pipe| LinearShape::one_row(n, k, -1).one_row_plan(rule, H200, pipe);
         let (walk, piped) = (OneRow::walk, OneRow::pipe);
         // Llama-3-8B down (4 rounds at split 4) and Qwen2.5-1.5B down (3 rounds).
         assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 1056), piped(2));
@@ -331,9 +245,9 @@ mod tests {
     #[test]
     fn the_one_wave_rule_takes_rows_the_pipelined_kernel_fits_in_one_wave_at_split_2_or_more() {
         let plan =
-            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::OneWave, H200, 1056, 0);
+            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::OneWave, H200, 1056);
         let glu =
-            |n, k| LinearShape::one_row(n, k, 0).one_row_plan(DecodeGemv::OneWave, H200, 1056, 0);
+            |n, k| LinearShape::one_row(n, k, 0).one_row_plan(DecodeGemv::OneWave, H200, 1056);
         let (walk, piped) = (OneRow::walk, OneRow::pipe);
         let pipe = |plan: OneRow| plan.via == RowKernel::Pipe;
         // Llama-3-8B o: the walk's 2,048 blocks at split 4 take 3 waves; the pipelined kernel's
@@ -382,7 +296,7 @@ mod tests {
         // Which plans the base rule gives those shapes (qkv, o, gate/up, down): walks but for
         // the long rows.
         let base =
-            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056, 0);
+            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056);
         let layer = |shapes: [(usize, usize); 4]| shapes.map(|(n, k)| base(n, k));
         let walks = |splits: [usize; 4]| splits.map(OneRow::walk);
         let qwen05 = [(1152, 896), (896, 896), (9728, 896), (896, 4864)];
@@ -398,7 +312,7 @@ mod tests {
     fn a_qkv_of_several_waves_or_rounds_is_ragged() {
         let ragged_qkv = |n, k| {
             let s = LinearShape::one_row(n, k, -1);
-            ragged(&s, s.one_row_plan(DecodeGemv::Shared, H200, 1056, 0), H200)
+            ragged(&s, s.one_row_plan(DecodeGemv::Shared, H200, 1056), H200)
         };
         // Qwen2.5-0.5B, Qwen2.5-1.5B and Llama-3.2-1B: held at once.
         assert!(!ragged_qkv(1152, 896) && !ragged_qkv(2048, 1536) && !ragged_qkv(3072, 2048));
@@ -414,54 +328,6 @@ mod tests {
             split: 4,
         };
         assert!(!ragged(&s, whole, H200));
-    }
-
-    #[test]
-    fn the_room_beside_an_attention_block_counts_registers_by_warp() {
-        // A warp's registers come in units of 256: 68 a thread take 72.
-        assert_eq!((warp_registers(64), warp_registers(68)), (2048, 2304));
-        // With no attention block, the occupancy the driver reports on an H200 (65,536
-        // registers an SM): 7 walk blocks at 68 registers, 8 at 64.
-        assert_eq!(walk_beside_attention(65_536, 68, 0), 7);
-        assert_eq!(walk_beside_attention(65_536, 64, 0), 8);
-        // Beside one decode-attention block (8 warps of 80 registers: 20,480).
-        assert_eq!(walk_beside_attention(65_536, 68, 80), 4);
-        assert_eq!(walk_beside_attention(65_536, 64, 80), 5);
-        // An attention block larger than the SM leaves nothing.
-        assert_eq!(walk_beside_attention(16_384, 64, 255), 0);
-    }
-
-    #[test]
-    fn a_qkv_tie_goes_to_the_split_that_leaves_room_for_the_attention() {
-        let room = 132 * 5; // 8 walk blocks an SM, 5 beside an attention block
-        let split = |n, k, room| {
-            let s = LinearShape::one_row(n, k, -1);
-            s.decode_split_waves(1056, s.decode_split(), room)
-        };
-        // Qwen2.5-1.5B: split 2 (512 blocks) and 4 (1,024) tie on one wave of one round.
-        assert_eq!((split(2048, 1536, 0), split(2048, 1536, room)), (4, 2));
-        // No tie to break, or the tie already within the room: unchanged.
-        for (n, k) in [(1152, 896), (3072, 2048), (6144, 4096)] {
-            assert_eq!(split(n, k, 0), split(n, k, room), "{n} × {k}");
-        }
-    }
-
-    #[test]
-    fn the_walk_per_sm_switch_takes_whole_numbers_up_to_32() {
-        assert!(is_walk("gemv_decode_f16") && !is_walk("gemv_decode_pipe_f16"));
-        assert_eq!(walk_per_sm(Some("7")), Some(7));
-        assert_eq!(walk_per_sm(Some(" 8 ")), Some(8));
-        for bad in [
-            None,
-            Some(""),
-            Some("0"),
-            Some("33"),
-            Some("-1"),
-            Some("7.5"),
-            Some("x"),
-        ] {
-            assert_eq!(walk_per_sm(bad), None, "{bad:?}");
-        }
     }
 
     #[test]

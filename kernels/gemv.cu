@@ -133,8 +133,9 @@ extern "C" __global__ void __launch_bounds__(256)
 // DEC_WARPS, DEC_COLS, load_stream16 and the epilogue (decode_reduce_store): prelude.cuh.
 // DEC_BOUNDS: the one-row kernels' launch bounds; a tuning run may define DEC_MIN_BLOCKS
 // (GENAI_BRIDGE_NVRTC_DEFINES) to make the compiler leave room for that many blocks per SM.
-// None of 64, 80 or 48 registers (8, 1, 10) beat the default 68 on the H200 (CUDA_NOTES,
-// round 9); the wave-aware split follows the resident blocks, so the outputs change with it.
+// None of 64, 80 or 48 registers (8, 1, 10) beat 68 on the H200 without the L2 policy
+// (CUDA_NOTES, round 9); with it (W_EVICT, the default) the walk takes 64 (8 blocks an SM). The
+// wave-aware split follows the resident blocks, so the outputs change with them.
 // Two more tuning knobs of the gemv_decode_* entries for GENAI_BRIDGE_NVRTC_DEFINES: DEC_UNITS,
 // 16-byte loads per column per lane in a round (4), and DEC_PIPE=1, a warp's next round of loads
 // issued before the current round's arithmetic (twice the load registers). Neither changes which

@@ -58,7 +58,7 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
                     cp_async16_dense(slot + h * 32, wr[j] + u * 8 + h * (16 / sizeof(W)));
             } else {
                 uint4 raw[H];
-                fetch_unit(wr[j], u * 8, k, false, raw);
+                fetch_unit<W, W_SHARED>(wr[j], u * 8, k, false, raw);
 #pragma unroll
                 for (int h = 0; h < H; h++) slot[h * 32] = raw[h];
             }

@@ -225,10 +225,10 @@ __device__ __forceinline__ unsigned long long stream_policy() {
 }
 #endif
 
-// load_stream16 for a dense weight stream of ENTRY (W_WALK or W_PIPE).
+// load_stream16 for a dense weight stream of ENTRY (W_WALK, W_PIPE or W_SHARED).
 template <int ENTRY>
 __device__ __forceinline__ uint4 load_dense16(const void* p) {
-#if W_POLICY(W_WALK | W_PIPE)
+#if W_POLICY(W_WALK | W_PIPE | W_SHARED)
     if constexpr ((W_EVICT & ENTRY) != 0) {
         uint4 v;
         asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
@@ -371,7 +371,8 @@ __device__ __forceinline__ void split_reduce_store(float (&acc)[R], int rows, in
 // ---- One-row helpers of gemv.cu and gemv_shared.cu -----------------------------------------
 
 // The raw bytes of the 8-value unit at column c of a weight row (zero past k).
-template <typename W, int ENTRY = W_WALK>
+// ENTRY: the launching entry's bit of the W_EVICT mask.
+template <typename W, int ENTRY>
 __device__ __forceinline__ void fetch_unit(const W* wr, int c, int k, bool vec,
                                            uint4 (&raw)[sizeof(W) / 2]) {
     if (vec) {

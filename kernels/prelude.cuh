@@ -423,29 +423,61 @@ __device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col
     }
 }
 
+// What the one-row dense entries do around the linear (the MODE template parameter):
+//   ROW_PLAIN     y = linear(x)
+//   ROW_NORM      x is the raw residual s of an RMS norm whose weight the host folded into W's
+//                 rows (W_ji g_i): each warp also sums s^2 over the units it reads, the epilogue
+//                 sums those beside the products and scales each column's sum by
+//                 r = 1 / sqrt(mean(s^2) + eps) before the store, so the norm needs no launch
+//                 (r is one scalar per row: sum_i W_ji g_i s_i r = r sum_i (W_ji g_i) s_i)
+//   ROW_RESIDUAL  y is the residual row: y = round(y + round(linear(x))), rounded to `res_act`,
+//                 the residual add of the norm launch this replaces (norm.cu's write-back)
+#define ROW_PLAIN 0
+#define ROW_NORM 1
+#define ROW_RESIDUAL 2
+
+// The scalars of ROW_NORM (eps) and ROW_RESIDUAL (res_act, the residual's precision).
+struct RowFold {
+    float eps = 0.0f;
+    int res_act = 0;
+};
+
 // The one-row kernels' epilogue: each warp's DEC_COLS partials are summed by butterfly, the
 // `split` warps sharing a column pair (adjacent in the block) are summed in warp order, so the
 // result does not depend on timing, and the pair is stored through linear_store, or with
 // glu >= 0 as activation(gate, glu) * up at column col0 / 2 (no rounding: the MLP runs in
-// f32). Every thread of the block must call it (it synchronises when split > 1).
+// f32). Every thread of the block must call it (it synchronises when split > 1). MODE: above;
+// `squares` is the warp's share of sum(s^2) (ROW_NORM) and `k` the row's length.
+template <int MODE = ROW_PLAIN>
 __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
                                                     const bool (&valid)[DEC_COLS], int col0,
                                                     int split, const float* bias, float* y,
-                                                    int glu, int act) {
-    __shared__ float red[DEC_WARPS][DEC_COLS];
+                                                    int glu, int act, float squares = 0.0f,
+                                                    int k = 0, RowFold fold = RowFold()) {
+    constexpr int V = MODE == ROW_NORM ? DEC_COLS + 1 : DEC_COLS;  // sums a warp hands on
+    __shared__ float red[DEC_WARPS][V];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) {
         float v = warp_sum(acc[j]);
         if (lane == 0) red[warp][j] = v;
     }
+    if constexpr (MODE == ROW_NORM) {
+        float v = warp_sum(squares);
+        if (lane == 0) red[warp][DEC_COLS] = v;
+    }
     if (split > 1) __syncthreads();
     if (lane != 0 || warp % split != 0) return;
-    float sum[DEC_COLS];
+    float sum[V];
 #pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) {
+    for (int j = 0; j < V; j++) {
         sum[j] = 0.0f;
         for (int p = 0; p < split; p++) sum[j] += red[warp + p][j];
+    }
+    if constexpr (MODE == ROW_NORM) {
+        float r = 1.0f / sqrtf(sum[DEC_COLS] / (float)k + fold.eps);
+#pragma unroll
+        for (int j = 0; j < DEC_COLS; j++) sum[j] *= r;
     }
     if (glu >= 0) {
         if (!valid[1]) return;
@@ -458,6 +490,15 @@ __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
         return;
     }
 #pragma unroll
-    for (int j = 0; j < DEC_COLS; j++)
-        if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
+    for (int j = 0; j < DEC_COLS; j++) {
+        if (!valid[j]) continue;
+        if constexpr (MODE == ROW_RESIDUAL) {
+            float delta;
+            linear_store(sum[j], bias, col0 + j, act, &delta);
+            float* r = y + col0 + j;
+            *r = round_act(*r + round_act(delta, fold.res_act), fold.res_act);
+        } else {
+            linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
+        }
+    }
 }

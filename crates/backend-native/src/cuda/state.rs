@@ -5,7 +5,9 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops, split_bytes};
+use crate::cuda::kernels::{
+    DecodeCall, DecodeGemv, DecodeHeads, DevPtr, Ops, RowMode, split_bytes,
+};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -288,8 +290,22 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             act,
         )
     };
-    // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
+    // A one-row step of a model whose layer norms are folded (`fold.rs`) launches none of them:
+    // the output and down projections add into x, and the linears after each norm read x.
+    let fold = m == 1 && model.folded_norms && ops.k.decode_gemv != DecodeGemv::Staged;
+    let after = |n: &DevNorm| {
+        if fold {
+            AfterNorm::Folded(n.eps)
+        } else {
+            AfterNorm::Launched
+        }
+    };
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x); folded,
+    // x += input W in the linear's own epilogue.
     let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
+        if fold {
+            return p.run_one_row(ops, input, b.x.ptr, (act_p, -1), RowMode::Residual { act });
+        }
         p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
         residual_norm(n, b.delta.ptr)
     };
@@ -298,22 +314,58 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         .layers
         .first()
         .map_or(&model.final_norm, |l| &l.attn_norm);
-    residual_norm(first, 0)?;
+    if !fold {
+        residual_norm(first, 0)?;
+    }
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, normed)?;
+        let input = (after(&layer.attn_norm), normed);
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, input)?;
         linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
-        let h = mlp_block(ops, layer, b, m, normed)?;
+        let h = mlp_block(ops, layer, b, m, (after(&layer.mlp_norm), normed))?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
         linear_then_norm(&layer.mlp.down, h, 0, norm)?;
     }
+    if fold {
+        // The final norm stays a launch (the lm_head's weight may be the embedding's).
+        residual_norm(&model.final_norm, 0)?;
+    }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
         .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
+}
+
+/// What the linears right after a norm read.
+#[derive(Debug, Clone, Copy)]
+enum AfterNorm {
+    /// The norm's output (`normed`), written by its launch.
+    Launched,
+    /// The residual row x: each one-row launch applies the RMS norm (its eps), whose weight
+    /// is folded into the linear's (`RowMode::Norm`).
+    Folded(f32),
+}
+
+/// Runs `p`, one of the linears right after a norm, on what the norm hands on (`input`) into
+/// `y`.
+fn run_after_norm(
+    ops: &Ops<'_>,
+    p: &DevLinear,
+    b: &Buffers,
+    (after, scratch): (AfterNorm, QuantScratch),
+    y: (DevPtr, usize),
+    m: usize,
+    (act, glu): (i32, i32),
+) -> Result<(), Error> {
+    match after {
+        AfterNorm::Launched => p.run_glu(ops, (b.normed.ptr, p.k), y, m, act, glu, scratch),
+        AfterNorm::Folded(eps) => {
+            p.run_one_row(ops, b.x.ptr, y.0, (act, glu), RowMode::Norm { eps })
+        }
+    }
 }
 
 /// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
@@ -334,13 +386,13 @@ fn attention_block(
     b: &Buffers,
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
-    scratch: QuantScratch,
+    input: (AfterNorm, QuantScratch),
 ) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
-    let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
+    let (ld, hs) = (l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.at(*col)?, ld);
-        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
+        run_after_norm(ops, p, b, input, y, m, (act, -1))?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -428,21 +480,20 @@ fn mlp_block(
     l: &DevLayer,
     b: &Buffers,
     m: usize,
-    scratch: QuantScratch,
+    input: (AfterNorm, QuantScratch),
 ) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
     if let [(p, 0)] = mlp.parts.as_slice()
         && mlp.glu
     {
-        let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
-        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
+        run_after_norm(ops, p, b, input, (b.h.ptr, w), m, (0, mlp.activation))?;
         return Ok((b.h.ptr, w));
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         let y = (b.gu.at(*col)?, gu_ld);
-        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
+        run_after_norm(ops, p, b, input, y, m, (0, -1))?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;

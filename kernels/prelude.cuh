@@ -457,6 +457,16 @@ __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
     constexpr int V = MODE == ROW_NORM ? DEC_COLS + 1 : DEC_COLS;  // sums a warp hands on
     __shared__ float red[DEC_WARPS][V];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // ROW_RESIDUAL: the storing lane reads the residual it adds to before the sums, so the
+    // read overlaps them (read after the main loop: its registers are free by then).
+    float old[DEC_COLS] = {};
+    if constexpr (MODE == ROW_RESIDUAL) {
+        if (lane == 0 && warp % split == 0) {
+#pragma unroll
+            for (int j = 0; j < DEC_COLS; j++)
+                if (valid[j]) old[j] = y[col0 + j];
+        }
+    }
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) {
         float v = warp_sum(acc[j]);
@@ -495,8 +505,8 @@ __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
         if constexpr (MODE == ROW_RESIDUAL) {
             float delta;
             linear_store(sum[j], bias, col0 + j, act, &delta);
-            float* r = y + col0 + j;
-            *r = round_act(*r + round_act(delta, fold.res_act), fold.res_act);
+            float s = old[j] + round_act(delta, fold.res_act);
+            y[col0 + j] = round_act(s, fold.res_act);
         } else {
             linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
         }

@@ -14,14 +14,54 @@ use crate::cuda::host::{HostLinear, HostWeight};
 use crate::error::Error;
 use genai_frontend::{DecoderPlan, Layer, Linear, Mlp, Norm, NormKind, Qkv, Weight};
 
-/// Set to `0` to keep every norm a launch of its own (the weights as stored): an A/B switch.
+/// Set to `0` to keep every norm a launch of its own (the weights as stored), `attn` or `mlp`
+/// to fold only the norms before the attention (and the down projection's residual add before
+/// them) or only those before the MLP: A/B switches.
 pub const NORM_FOLD_ENV: &str = "GENAI_BRIDGE_NORM_FOLD";
 
-/// Whether this model's layer norms are folded: [`NORM_FOLD_ENV`] is not `0` and every layer
-/// [`layer_folds`].
-pub(crate) fn folds_norms(plan: &DecoderPlan) -> bool {
-    let off = std::env::var(NORM_FOLD_ENV).is_ok_and(|v| v.trim() == "0");
-    !off && !plan.layers.is_empty() && plan.layers.iter().all(layer_folds)
+/// Which of a layer's norms a one-row step folds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FoldAt {
+    /// The norm before the attention (after the previous layer's down projection).
+    pub attn: bool,
+    /// The norm before the MLP (after the output projection).
+    pub mlp: bool,
+}
+
+impl FoldAt {
+    pub const NONE: FoldAt = FoldAt {
+        attn: false,
+        mlp: false,
+    };
+
+    /// The norms [`NORM_FOLD_ENV`]'s value names (unset or anything else: both).
+    fn named(value: Option<&str>) -> FoldAt {
+        match value.map(str::trim) {
+            Some("0") => FoldAt::NONE,
+            Some("attn") => FoldAt {
+                attn: true,
+                mlp: false,
+            },
+            Some("mlp") => FoldAt {
+                attn: false,
+                mlp: true,
+            },
+            _ => FoldAt {
+                attn: true,
+                mlp: true,
+            },
+        }
+    }
+}
+
+/// The norms this model's one-row steps fold (their weights then go into the linears after
+/// them at load): those [`NORM_FOLD_ENV`] names where every layer [`layer_folds`], else none.
+pub(crate) fn folds_norms(plan: &DecoderPlan) -> FoldAt {
+    let at = FoldAt::named(std::env::var(NORM_FOLD_ENV).ok().as_deref());
+    if plan.layers.is_empty() || !plan.layers.iter().all(layer_folds) {
+        return FoldAt::NONE;
+    }
+    at
 }
 
 /// Whether a layer's two norms can fold: both RMS without a bias, and every linear that reads
@@ -250,6 +290,19 @@ mod tests {
         let mut biased = layer("");
         biased.attn_norm.bias = Some(tensor("beta"));
         assert!(!layer_folds(&biased));
+    }
+
+    #[test]
+    fn the_switch_names_the_folded_norms() {
+        let both = FoldAt {
+            attn: true,
+            mlp: true,
+        };
+        assert_eq!(FoldAt::named(None), both);
+        assert_eq!(FoldAt::named(Some("1")), both);
+        assert_eq!(FoldAt::named(Some(" 0")), FoldAt::NONE);
+        assert!(FoldAt::named(Some("attn")).attn && !FoldAt::named(Some("attn")).mlp);
+        assert!(!FoldAt::named(Some("mlp")).attn && FoldAt::named(Some("mlp")).mlp);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The native CUDA model: the lifted plan with every weight prepared once, and where each one
 //! lives (device memory, a streaming slot, or mapped host memory), as the residency plan says.
 
-use crate::cuda::fold::{folds_norms, scale_inputs};
+use crate::cuda::fold::{FoldAt, folds_norms, scale_inputs};
 use crate::cuda::host::{HostLinear, table, tensor_f32};
 use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
@@ -201,9 +201,9 @@ pub(crate) struct DevModel {
     pub final_norm: DevNorm,
     pub lm_head: DevLinear,
     pub rotary: Option<DevRotary>,
-    /// The layers' norms are folded into their dense linears (`fold.rs`): one-row steps may
-    /// run them without norm launches.
-    pub folded_norms: bool,
+    /// The layers' norms folded into their dense linears (`fold.rs`): one-row steps run them
+    /// without norm launches.
+    pub fold: FoldAt,
 }
 
 fn activation_code(a: Activation) -> i32 {
@@ -267,18 +267,16 @@ fn read_folded(
     Ok(host)
 }
 
-/// One layer; with `fold`, its norms folded into the linears after them (`fold.rs`).
+/// One layer; the norms `fold` names folded into the linears after them (`fold.rs`).
 fn load_layer(
     s: &Arc<CudaStream>,
     model: &OnnxModel,
     layer: &genai_frontend::Layer,
-    fold: bool,
+    fold: FoldAt,
 ) -> Result<DevLayer, Error> {
-    let norm_weight = |n: &Norm| fold.then(|| tensor_f32(model, &n.weight)).transpose();
-    let (attn_g, mlp_g) = (
-        norm_weight(&layer.attn_norm)?,
-        norm_weight(&layer.mlp_norm)?,
-    );
+    let norm_weight = |n: &Norm, at: bool| at.then(|| tensor_f32(model, &n.weight)).transpose();
+    let attn_g = norm_weight(&layer.attn_norm, fold.attn)?;
+    let mlp_g = norm_weight(&layer.mlp_norm, fold.mlp)?;
     let (attn_g, mlp_g) = (attn_g.as_deref(), mlp_g.as_deref());
     let a = &layer.attention;
     let hs = a.head_size;
@@ -368,7 +366,7 @@ fn load_layer(
             .transpose()
     };
     Ok(DevLayer {
-        attn_norm: DevNorm::load(s, model, &layer.attn_norm, fold)?,
+        attn_norm: DevNorm::load(s, model, &layer.attn_norm, fold.attn)?,
         qkv: DevQkv { parts: qkv },
         q_norm: norm(&a.q_norm)?,
         k_norm: norm(&a.k_norm)?,
@@ -380,7 +378,7 @@ fn load_layer(
         rotary: a.rotary,
         window: a.window,
         softcap: a.softcap,
-        mlp_norm: DevNorm::load(s, model, &layer.mlp_norm, fold)?,
+        mlp_norm: DevNorm::load(s, model, &layer.mlp_norm, fold.mlp)?,
         mlp,
     })
 }
@@ -406,12 +404,12 @@ impl DevModel {
         upload: bool,
     ) -> Result<Self, Error> {
         let dims = plan.dims;
-        let folded_norms = folds_norms(plan);
+        let fold = folds_norms(plan);
         let layers = plan
             .layers
             .iter()
             .map(|l| {
-                let mut layer = load_layer(stream, model, l, folded_norms)?;
+                let mut layer = load_layer(stream, model, l, fold)?;
                 if upload {
                     for linear in layer.linears_mut() {
                         linear.upload(stream)?;
@@ -467,7 +465,7 @@ impl DevModel {
             final_norm: DevNorm::load(stream, model, &plan.final_norm, false)?,
             lm_head,
             rotary,
-            folded_norms,
+            fold,
         })
     }
 

@@ -4,6 +4,7 @@
 //! token can be captured once as a CUDA graph and replayed at any position.
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
+use crate::cuda::fold::FoldAt;
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
     DecodeCall, DecodeGemv, DecodeHeads, DevPtr, Ops, RowMode, split_bytes,
@@ -292,43 +293,49 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     };
     // A one-row step of a model whose layer norms are folded (`fold.rs`) launches none of them:
     // the output and down projections add into x, and the linears after each norm read x.
-    let fold = m == 1 && model.folded_norms && ops.k.decode_gemv != DecodeGemv::Staged;
-    let after = |n: &DevNorm| {
-        if fold {
+    let fold = if m == 1 && ops.k.decode_gemv != DecodeGemv::Staged {
+        model.fold
+    } else {
+        FoldAt::NONE
+    };
+    let after = |n: &DevNorm, folded: bool| {
+        if folded {
             AfterNorm::Folded(n.eps)
         } else {
             AfterNorm::Launched
         }
     };
-    // delta = input W (a layer's last linear), then x += delta and normed = norm(x); folded,
-    // x += input W in the linear's own epilogue.
-    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
-        if fold {
-            return p.run_one_row(ops, input, b.x.ptr, (act_p, -1), RowMode::Residual { act });
-        }
-        p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
-        residual_norm(n, b.delta.ptr)
-    };
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x); before a
+    // folded norm, x += input W in the linear's own epilogue.
+    let linear_then_norm =
+        |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm, folded: bool| {
+            if folded {
+                return p.run_one_row(ops, input, b.x.ptr, (act_p, -1), RowMode::Residual { act });
+            }
+            p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
+            residual_norm(n, b.delta.ptr)
+        };
     // The first norm has no residual to add (with no layers, the final norm).
     let first = model
         .layers
         .first()
         .map_or(&model.final_norm, |l| &l.attn_norm);
-    if !fold {
+    if !fold.attn {
         residual_norm(first, 0)?;
     }
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let input = (after(&layer.attn_norm), normed);
+        let input = (after(&layer.attn_norm, fold.attn), normed);
         let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, input)?;
-        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
-        let h = mlp_block(ops, layer, b, m, (after(&layer.mlp_norm), normed))?;
+        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, fold.mlp)?;
+        let input = (after(&layer.mlp_norm, fold.mlp), normed);
+        let h = mlp_block(ops, layer, b, m, input)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        linear_then_norm(&layer.mlp.down, h, 0, norm)?;
+        linear_then_norm(&layer.mlp.down, h, 0, norm, fold.attn)?;
     }
-    if fold {
+    if fold.attn {
         // The final norm stays a launch (the lm_head's weight may be the embedding's).
         residual_norm(&model.final_norm, 0)?;
     }

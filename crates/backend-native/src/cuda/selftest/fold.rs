@@ -136,12 +136,13 @@ fn norm(
         if equal { "equal" } else { "DIFFERENT" }
     );
     let gate = |d: f32| if equal { d } else { f32::INFINITY };
-    // The weights' own rounding of W g: 2^-8 relative for f16 (2^-11 a value, summed over
-    // k signed terms), more for bf16 (2^-8 a value).
+    // The rounding of W g to W's precision (2^-11 a value for f16, 2^-8 for bf16, summed over
+    // k signed terms): the H200 measured at most 3.1e-4 (f16) and 2.5e-3 (bf16) of the largest
+    // output on these cases (round 24); the limits leave 3-4 times that.
     let weight_limit = match dt {
         Dt::F32 => 1e-5,
-        Dt::F16 => 4e-3,
-        Dt::Bf16 => 3e-2,
+        Dt::F16 => 1e-3,
+        Dt::Bf16 => 1e-2,
     };
     Ok([
         Check {

@@ -68,8 +68,11 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
     }
     cp_async_commit();
     pdl_wait();
+    float r = 0.0f;
+    if constexpr (MODE == ROW_NORM) r = row_rms_scale(x, k, fold.eps);
+    bool gvec = ((size_t)fold.g & 15) == 0;
     cp_async_wait<0>();
-    float acc[DEC_COLS], squares = 0.0f;
+    float acc[DEC_COLS];
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) acc[j] = 0.0f;
     for (int i0 = 0; i0 < slots; i0 += SHARED_X_BATCH) {
@@ -84,10 +87,7 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
         for (int b = 0; b < SHARED_X_BATCH; b++) {
             int i = i0 + b, u = u0 + i * stride;
             if (i >= slots || u >= units) break;
-            if constexpr (MODE == ROW_NORM) {
-#pragma unroll
-                for (int e = 0; e < 8; e++) squares = fmaf(xv[b][e], xv[b][e], squares);
-            }
+            if constexpr (MODE == ROW_NORM) norm_unit(xv[b], fold, u * 8, k, r, gvec);
 #pragma unroll
             for (int j = 0; j < DEC_COLS; j++) {
                 if (!valid[j]) continue;
@@ -99,7 +99,7 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
             }
         }
     }
-    decode_reduce_store<MODE>(acc, valid, col0, split, bias, y, glu, act, squares, k, fold);
+    decode_reduce_store<MODE>(acc, valid, col0, split, bias, y, glu, act, fold);
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
@@ -121,46 +121,52 @@ extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
 }
 
 // The shared entries with the RMS norm before them folded in (ROW_NORM) or the residual add
-// after them (ROW_RESIDUAL); `eps` and `res_act` as gemv.cu's gemv_decode_norm_* / _res_*.
+// after them (ROW_RESIDUAL); `eps`, `fold_act` and `g` as gemv.cu's gemv_decode_norm_* / _res_*.
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_norm_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int res_act) {
+        int k, int split, int glu, int act, float eps, int fold_act,
+        const float* g) {
     gemv_decode_shared_body<float, 0, ROW_NORM>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, res_act});
+                                                RowFold{eps, fold_act, g});
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_norm_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int res_act) {
+        int k, int split, int glu, int act, float eps, int fold_act,
+        const float* g) {
     gemv_decode_shared_body<u16, 1, ROW_NORM>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, res_act});
+                                                RowFold{eps, fold_act, g});
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_norm_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int res_act) {
+        int k, int split, int glu, int act, float eps, int fold_act,
+        const float* g) {
     gemv_decode_shared_body<u16, 2, ROW_NORM>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, res_act});
+                                                RowFold{eps, fold_act, g});
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_res_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int res_act) {
+        int k, int split, int glu, int act, float eps, int fold_act,
+        const float* g) {
     gemv_decode_shared_body<float, 0, ROW_RESIDUAL>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, res_act});
+                                                RowFold{eps, fold_act, g});
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_res_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int res_act) {
+        int k, int split, int glu, int act, float eps, int fold_act,
+        const float* g) {
     gemv_decode_shared_body<u16, 1, ROW_RESIDUAL>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, res_act});
+                                                RowFold{eps, fold_act, g});
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_res_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int res_act) {
+        int k, int split, int glu, int act, float eps, int fold_act,
+        const float* g) {
     gemv_decode_shared_body<u16, 2, ROW_RESIDUAL>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, res_act});
+                                                RowFold{eps, fold_act, g});
 }

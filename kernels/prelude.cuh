@@ -425,37 +425,81 @@ __device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col
 
 // What the one-row dense entries do around the linear (the MODE template parameter):
 //   ROW_PLAIN     y = linear(x)
-//   ROW_NORM      x is the raw residual s of an RMS norm whose weight the host folded into W's
-//                 rows (W_ji g_i): each warp also sums s^2 over the units it reads, the epilogue
-//                 sums those beside the products and scales each column's sum by
-//                 r = 1 / sqrt(mean(s^2) + eps) before the store, so the norm needs no launch
-//                 (r is one scalar per row: sum_i W_ji g_i s_i r = r sum_i (W_ji g_i) s_i)
-//   ROW_RESIDUAL  y is the residual row: y = round(y + round(linear(x))), rounded to `res_act`,
-//                 the residual add of the norm launch this replaces (norm.cu's write-back)
+//   ROW_NORM      x is the row s an RMS norm without a bias would read (its weight `g`, `eps`)
+//                 and the linear reads what that norm hands on, round(s * r * g) with
+//                 r = 1 / sqrt(mean(s^2) + eps): the block computes r as skip_norm_f32 does
+//                 (row_rms_scale), so the results are the norm launch's and the linear's bits,
+//                 with no norm launch between them
+//   ROW_RESIDUAL  y is the residual row: y = round(y) + round(linear(x)), the sum s that
+//                 skip_norm_f32 would form (left unrounded: the norm after reads it; whoever
+//                 adds to it next rounds it first, as the norm's write-back would have)
+// Rounding is to `act` (0 f32, 1 f16, 2 bf16), the norm's precision.
 #define ROW_PLAIN 0
 #define ROW_NORM 1
 #define ROW_RESIDUAL 2
 
-// The scalars of ROW_NORM (eps) and ROW_RESIDUAL (res_act, the residual's precision).
+// The norm's epsilon, the precision of its output and of the residual, and its weight.
 struct RowFold {
     float eps = 0.0f;
-    int res_act = 0;
+    int act = 0;
+    const float* g = nullptr;
 };
+
+// Values a thread of skip_norm_f32 holds (NORM_VALUES in norm.cu); the host launches it with
+// ceil(width / 8) threads rounded up to whole warps.
+#define NORM_THREAD_VALUES 8
+
+// ROW_NORM's r for the row s of k values, bit for bit what skip_norm_f32 (an RMS norm) computes
+// for it: that kernel's threads t (each holding s[t + j * threads], j < 8) are played by this
+// block's warps in turn, each warp playing one of its warps at a time, and their squares are
+// summed in the same order and reduced through the same butterflies. Every thread of the
+// block must call it (it synchronises).
+__device__ __forceinline__ float row_rms_scale(const float* __restrict__ s, int k, float eps) {
+    __shared__ float partial[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int threads = ((k + NORM_THREAD_VALUES - 1) / NORM_THREAD_VALUES + 31) / 32 * 32;
+    int warps = threads / 32;
+    for (int w = warp; w < warps; w += blockDim.x / 32) {
+        int t = w * 32 + lane;
+        float v[NORM_THREAD_VALUES];
+#pragma unroll
+        for (int j = 0; j < NORM_THREAD_VALUES; j++) {
+            int i = t + j * threads;
+            v[j] = i < k ? s[i] : 0.0f;
+        }
+        float sq = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NORM_THREAD_VALUES; j++) sq = fmaf(v[j], v[j], sq);
+        sq = warp_sum(sq);
+        if (lane == 0) partial[w] = sq;
+    }
+    __syncthreads();
+    float total = warp_sum(lane < warps ? partial[lane] : 0.0f);
+    return 1.0f / sqrtf(total / (float)k + eps);
+}
+
+// ROW_NORM: the 8 values of s at column c (xv, zeros past k) made what the norm hands on,
+// round(s * r * g).
+__device__ __forceinline__ void norm_unit(float (&xv)[8], const RowFold& fold, int c, int k,
+                                          float r, bool gvec) {
+    float gv[8];
+    x_unit(nullptr, 0, fold.g, 0, 0, c, k, false, gvec, gv);
+#pragma unroll
+    for (int e = 0; e < 8; e++) xv[e] = round_act(xv[e] * r * gv[e], fold.act);
+}
 
 // The one-row kernels' epilogue: each warp's DEC_COLS partials are summed by butterfly, the
 // `split` warps sharing a column pair (adjacent in the block) are summed in warp order, so the
 // result does not depend on timing, and the pair is stored through linear_store, or with
 // glu >= 0 as activation(gate, glu) * up at column col0 / 2 (no rounding: the MLP runs in
-// f32). Every thread of the block must call it (it synchronises when split > 1). MODE: above;
-// `squares` is the warp's share of sum(s^2) (ROW_NORM) and `k` the row's length.
+// f32). Every thread of the block must call it (it synchronises when split > 1). MODE: above
+// (ROW_NORM stores as ROW_PLAIN).
 template <int MODE = ROW_PLAIN>
 __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
                                                     const bool (&valid)[DEC_COLS], int col0,
                                                     int split, const float* bias, float* y,
-                                                    int glu, int act, float squares = 0.0f,
-                                                    int k = 0, RowFold fold = RowFold()) {
-    constexpr int V = MODE == ROW_NORM ? DEC_COLS + 1 : DEC_COLS;  // sums a warp hands on
-    __shared__ float red[DEC_WARPS][V];
+                                                    int glu, int act, RowFold fold = RowFold()) {
+    __shared__ float red[DEC_WARPS][DEC_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     // ROW_RESIDUAL: the storing lane reads the residual it adds to before the sums, so the
     // read overlaps them (read after the main loop: its registers are free by then).
@@ -472,22 +516,13 @@ __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
         float v = warp_sum(acc[j]);
         if (lane == 0) red[warp][j] = v;
     }
-    if constexpr (MODE == ROW_NORM) {
-        float v = warp_sum(squares);
-        if (lane == 0) red[warp][DEC_COLS] = v;
-    }
     if (split > 1) __syncthreads();
     if (lane != 0 || warp % split != 0) return;
-    float sum[V];
+    float sum[DEC_COLS];
 #pragma unroll
-    for (int j = 0; j < V; j++) {
+    for (int j = 0; j < DEC_COLS; j++) {
         sum[j] = 0.0f;
         for (int p = 0; p < split; p++) sum[j] += red[warp + p][j];
-    }
-    if constexpr (MODE == ROW_NORM) {
-        float r = 1.0f / sqrtf(sum[DEC_COLS] / (float)k + fold.eps);
-#pragma unroll
-        for (int j = 0; j < DEC_COLS; j++) sum[j] *= r;
     }
     if (glu >= 0) {
         if (!valid[1]) return;
@@ -505,8 +540,7 @@ __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
         if constexpr (MODE == ROW_RESIDUAL) {
             float delta;
             linear_store(sum[j], bias, col0 + j, act, &delta);
-            float s = old[j] + round_act(delta, fold.res_act);
-            y[col0 + j] = round_act(s, fold.res_act);
+            y[col0 + j] = round_act(old[j], fold.act) + round_act(delta, fold.act);
         } else {
             linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
         }

@@ -1,26 +1,16 @@
 //! The RMS norms between a decode step's dense linears, folded into the linears around them
-//! (`ROW_NORM` / `ROW_RESIDUAL` in kernels/prelude.cuh). An RMS norm scales its row by one
-//! scalar r = 1 / sqrt(mean(s^2) + eps) and then by its weight g, so the linear after it gives
-//! sum_i W_ji g_i s_i r = r sum_i (W_ji g_i) s_i: with g multiplied into W's rows at load, a
-//! one-row launch reads the raw residual s, sums s^2 beside its products and applies r to each
-//! output, and the linear before the norm adds its output into the residual itself. A decode
-//! step then has no norm launch between layers (two fewer launches a layer).
-//!
-//! The norm launches that remain (prompts, the final norm, any step that does not fold) run
-//! with a unit weight, so the scaled weights serve every path. Not the unfolded step's bits:
-//! the normed row is no longer rounded value by value, and W g is rounded to W's precision.
-//! Off by default ([`NORM_FOLD_ENV`]; CUDA_NOTES round 24 has the measurements).
+//! (`ROW_NORM` / `ROW_RESIDUAL` in kernels/prelude.cuh): the linear before a norm adds its
+//! output into the residual row itself, and each block of the linears after it computes the
+//! norm's scale from that row exactly as the norm launch would (`row_rms_scale`) and normalises
+//! the row as it reads it. A decode step then has no norm launch between layers (two fewer
+//! launches a layer), with the same bits as with them.
 
-use crate::cuda::host::{HostLinear, HostWeight};
-use crate::error::Error;
 use genai_frontend::{DecoderPlan, Layer, Linear, Mlp, Norm, NormKind, Qkv, Weight};
 
 /// Set to `1` to fold both norms of every layer, `attn` or `mlp` to fold only the norms before
 /// the attention (and the down projection's residual add before them) or only those before the
-/// MLP. Unset or anything else: no fold (every norm a launch of its own, the weights as
-/// stored). An experiment switch, off by default: on the H200 (CUDA_NOTES round 24) the fold
-/// is +9% on Qwen2.5-1.5B but -1 to -2% on Qwen2.5-0.5B and Llama-3-8B, and the folded norm
-/// before the attention breaks the bf16 parity limits (top-1 96%).
+/// MLP. Unset or anything else: no fold (every norm a launch of its own). An experiment switch,
+/// off by default (CUDA_NOTES round 24).
 pub const NORM_FOLD_ENV: &str = "GENAI_BRIDGE_NORM_FOLD";
 
 /// Which of a layer's norms a one-row step folds.
@@ -58,11 +48,12 @@ impl FoldAt {
     }
 }
 
-/// The norms this model's one-row steps fold (their weights then go into the linears after
-/// them at load): those [`NORM_FOLD_ENV`] names where every layer [`layer_folds`], else none.
+/// The norms this model's one-row steps fold: those [`NORM_FOLD_ENV`] names where the hidden
+/// width is one the norm kernel takes (at most 8,192) and every layer [`layer_folds`], else
+/// none.
 pub(crate) fn folds_norms(plan: &DecoderPlan) -> FoldAt {
     let at = FoldAt::named(std::env::var(NORM_FOLD_ENV).ok().as_deref());
-    if plan.layers.is_empty() || !plan.layers.iter().all(layer_folds) {
+    if plan.layers.is_empty() || plan.dims.hidden > 8192 || !plan.layers.iter().all(layer_folds) {
         return FoldAt::NONE;
     }
     at
@@ -89,123 +80,9 @@ pub(crate) fn layer_folds(layer: &Layer) -> bool {
         && dense(&layer.attention.output)
 }
 
-/// Multiplies each row of a dense layer (`[n, k]`) by the norm weight `g` (k values) along k,
-/// rounding each product to the stored precision.
-pub(crate) fn scale_inputs(layer: &mut HostLinear, g: &[f32]) -> Result<(), Error> {
-    let k = layer.k;
-    let HostWeight::Dense { kernel, nk } = &mut layer.weight else {
-        return Err(Error::Invalid {
-            what: "norm fold",
-            why: "only a dense layer takes the norm's weight".into(),
-        });
-    };
-    let size = if *kernel == "gemv_f32" { 4 } else { 2 };
-    if g.len() != k || nk.len() != layer.n * k * size {
-        return Err(Error::Invalid {
-            what: "norm fold",
-            why: format!(
-                "a norm of {} values before a layer of {k} inputs ({} bytes)",
-                g.len(),
-                nk.len()
-            ),
-        });
-    }
-    let scale: fn(&mut [u8], f32) = match *kernel {
-        "gemv_f32" => |v, g| {
-            let x = f32::from_le_bytes([v[0], v[1], v[2], v[3]]) * g;
-            v.copy_from_slice(&x.to_le_bytes());
-        },
-        "gemv_bf16" => |v, g| {
-            let x = half::bf16::from_le_bytes([v[0], v[1]]).to_f32() * g;
-            v.copy_from_slice(&half::bf16::from_f32(x).to_le_bytes());
-        },
-        _ => |v, g| {
-            let x = half::f16::from_le_bytes([v[0], v[1]]).to_f32() * g;
-            v.copy_from_slice(&half::f16::from_f32(x).to_le_bytes());
-        },
-    };
-    let row = k * size;
-    let rows_per_thread = layer
-        .n
-        .div_ceil(std::thread::available_parallelism().map_or(1, |p| p.get()))
-        .max(64);
-    std::thread::scope(|s| {
-        for chunk in nk.chunks_mut(rows_per_thread * row) {
-            s.spawn(move || {
-                for r in chunk.chunks_exact_mut(row) {
-                    for (v, &gi) in r.chunks_exact_mut(size).zip(g) {
-                        scale(v, gi);
-                    }
-                }
-            });
-        }
-    });
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dense(kernel: &'static str, n: usize, k: usize, values: &[f32]) -> HostLinear {
-        let nk = match kernel {
-            "gemv_f32" => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            "gemv_bf16" => values
-                .iter()
-                .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
-                .collect(),
-            _ => values
-                .iter()
-                .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
-                .collect(),
-        };
-        HostLinear {
-            weight: HostWeight::Dense { kernel, nk },
-            bias: None,
-            k,
-            n,
-        }
-    }
-
-    fn values(layer: &HostLinear) -> Vec<f32> {
-        let HostWeight::Dense { kernel, nk } = &layer.weight else {
-            panic!("dense");
-        };
-        match *kernel {
-            "gemv_f32" => nk
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            "gemv_bf16" => nk
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            _ => nk
-                .chunks_exact(2)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn each_row_is_scaled_along_k_and_rounded_to_its_precision() {
-        // 300 rows of 5: several threads' chunks, and a last chunk shorter than the others.
-        let (n, k) = (300, 5);
-        let w: Vec<f32> = (0..n * k).map(|i| (i % 17) as f32 * 0.37 - 2.9).collect();
-        let g = [0.5, -1.25, 3.0, 0.1, 1.0];
-        for kernel in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-            let mut layer = dense(kernel, n, k, &w);
-            let stored = values(&layer);
-            scale_inputs(&mut layer, &g).expect("a dense layer");
-            let round = |x: f32| match kernel {
-                "gemv_f32" => x,
-                "gemv_bf16" => half::bf16::from_f32(x).to_f32(),
-                _ => half::f16::from_f32(x).to_f32(),
-            };
-            let want: Vec<f32> = (0..n * k).map(|i| round(stored[i] * g[i % k])).collect();
-            assert_eq!(values(&layer), want, "{kernel}");
-        }
-    }
 
     fn tensor(name: &str) -> genai_frontend::Tensor {
         genai_frontend::Tensor {
@@ -308,27 +185,5 @@ mod tests {
         assert_eq!(FoldAt::named(Some("yes")), FoldAt::NONE);
         assert!(FoldAt::named(Some("attn")).attn && !FoldAt::named(Some("attn")).mlp);
         assert!(!FoldAt::named(Some("mlp")).attn && FoldAt::named(Some("mlp")).mlp);
-    }
-
-    #[test]
-    fn a_norm_of_the_wrong_width_or_an_int4_layer_is_an_error() {
-        let mut layer = dense("gemv_f16", 2, 4, &[1.0; 8]);
-        let err = scale_inputs(&mut layer, &[1.0; 3]).expect_err("3 values for 4 inputs");
-        assert!(err.to_string().contains("3 values"), "{err}");
-        let mut int4 = HostLinear {
-            weight: HostWeight::Int4 {
-                packed: vec![0; 4],
-                scales: vec![1.0],
-                zp_u8: None,
-                zp_f32: None,
-                block: 8,
-                int8: false,
-                prompt: crate::cuda::blas::GemmType::F16,
-            },
-            bias: None,
-            k: 8,
-            n: 1,
-        };
-        assert!(scale_inputs(&mut int4, &[1.0; 8]).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The native CUDA model: the lifted plan with every weight prepared once, and where each one
 //! lives (device memory, a streaming slot, or mapped host memory), as the residency plan says.
 
-use crate::cuda::fold::{FoldAt, folds_norms, scale_inputs};
+use crate::cuda::fold::{FoldAt, folds_norms};
 use crate::cuda::host::{HostLinear, table, tensor_f32};
 use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
@@ -17,28 +17,16 @@ use std::sync::Arc;
 /// A norm on the device.
 pub(crate) struct DevNorm {
     pub rms: bool,
-    /// The norm's weight; ones when it is folded into the linears after it (`fold.rs`).
     pub weight: DevBuf<f32>,
     pub bias: Option<DevBuf<f32>>,
     pub eps: f32,
 }
 
 impl DevNorm {
-    /// The norm `n`; with `folded` (its weight already multiplied into the linears that read
-    /// it) a unit weight of the same width.
-    fn load(
-        stream: &Arc<CudaStream>,
-        model: &OnnxModel,
-        n: &Norm,
-        folded: bool,
-    ) -> Result<Self, Error> {
-        let mut weight = tensor_f32(model, &n.weight)?;
-        if folded {
-            weight.fill(1.0);
-        }
+    fn load(stream: &Arc<CudaStream>, model: &OnnxModel, n: &Norm) -> Result<Self, Error> {
         Ok(DevNorm {
             rms: n.kind == NormKind::Rms,
-            weight: DevBuf::from_host(stream, &weight)?,
+            weight: DevBuf::from_host(stream, &tensor_f32(model, &n.weight)?)?,
             bias: match &n.bias {
                 Some(b) => Some(DevBuf::from_host(stream, &tensor_f32(model, b)?)?),
                 None => None,
@@ -201,8 +189,7 @@ pub(crate) struct DevModel {
     pub final_norm: DevNorm,
     pub lm_head: DevLinear,
     pub rotary: Option<DevRotary>,
-    /// The layers' norms folded into their dense linears (`fold.rs`): one-row steps run them
-    /// without norm launches.
+    /// The layers' norms a one-row step folds into the dense linears around them (`fold.rs`).
     pub fold: FoldAt,
 }
 
@@ -232,11 +219,10 @@ fn act_of(plan: &DecoderPlan) -> i32 {
 fn stacked(
     model: &OnnxModel,
     linears: &[&genai_frontend::Linear],
-    fold: Option<&[f32]>,
 ) -> Result<Vec<(DevLinear, usize)>, Error> {
     let host = linears
         .iter()
-        .map(|l| read_folded(model, l, fold))
+        .map(|l| HostLinear::load(model, l))
         .collect::<Result<Vec<_>, _>>()?;
     match HostLinear::concat(host) {
         Ok(one) => Ok(vec![(DevLinear::prepare(one), 0)]),
@@ -253,31 +239,11 @@ fn stacked(
     }
 }
 
-/// The plan's layer on the host, its rows multiplied by the norm weight `fold` before it when
-/// the norm is folded.
-fn read_folded(
-    model: &OnnxModel,
-    plan: &genai_frontend::Linear,
-    fold: Option<&[f32]>,
-) -> Result<HostLinear, Error> {
-    let mut host = HostLinear::load(model, plan)?;
-    if let Some(g) = fold {
-        scale_inputs(&mut host, g)?;
-    }
-    Ok(host)
-}
-
-/// One layer; the norms `fold` names folded into the linears after them (`fold.rs`).
 fn load_layer(
     s: &Arc<CudaStream>,
     model: &OnnxModel,
     layer: &genai_frontend::Layer,
-    fold: FoldAt,
 ) -> Result<DevLayer, Error> {
-    let norm_weight = |n: &Norm, at: bool| at.then(|| tensor_f32(model, &n.weight)).transpose();
-    let attn_g = norm_weight(&layer.attn_norm, fold.attn)?;
-    let mlp_g = norm_weight(&layer.mlp_norm, fold.mlp)?;
-    let (attn_g, mlp_g) = (attn_g.as_deref(), mlp_g.as_deref());
     let a = &layer.attention;
     let hs = a.head_size;
     let qkv = match &a.qkv {
@@ -288,9 +254,9 @@ fn load_layer(
                     why: format!("widths {q}/{k}/{v} do not match the heads"),
                 });
             }
-            vec![(DevLinear::prepare(read_folded(model, linear, attn_g)?), 0)]
+            vec![(DevLinear::read(model, linear)?, 0)]
         }
-        Qkv::Separate { q, k, v } => stacked(model, &[q, k, v], attn_g)?,
+        Qkv::Separate { q, k, v } => stacked(model, &[q, k, v])?,
     };
     let mlp = match &layer.mlp {
         Mlp::Gated {
@@ -299,10 +265,7 @@ fn load_layer(
             down,
             activation,
         } => {
-            let host = vec![
-                read_folded(model, gate, mlp_g)?,
-                read_folded(model, up, mlp_g)?,
-            ];
+            let host = vec![HostLinear::load(model, gate)?, HostLinear::load(model, up)?];
             let (parts, glu) = match HostLinear::concat(host) {
                 Ok(one) => (vec![(DevLinear::prepare(one.interleave_halves()), 0)], true),
                 Err(parts) => {
@@ -331,7 +294,7 @@ fn load_layer(
             down,
             activation,
         } => {
-            let host = read_folded(model, gate_up, mlp_g)?;
+            let host = HostLinear::load(model, gate_up)?;
             if host.n != 2 * width {
                 return Err(Error::Invalid {
                     what: "gate_up",
@@ -352,7 +315,7 @@ fn load_layer(
             down,
             activation,
         } => DevMlp {
-            parts: vec![(DevLinear::prepare(read_folded(model, up, mlp_g)?), 0)],
+            parts: vec![(DevLinear::read(model, up)?, 0)],
             down: DevLinear::read(model, down)?,
             width: up.n,
             gated: false,
@@ -360,13 +323,9 @@ fn load_layer(
             activation: activation_code(*activation),
         },
     };
-    let norm = |n: &Option<Norm>| {
-        n.as_ref()
-            .map(|n| DevNorm::load(s, model, n, false))
-            .transpose()
-    };
+    let norm = |n: &Option<Norm>| n.as_ref().map(|n| DevNorm::load(s, model, n)).transpose();
     Ok(DevLayer {
-        attn_norm: DevNorm::load(s, model, &layer.attn_norm, fold.attn)?,
+        attn_norm: DevNorm::load(s, model, &layer.attn_norm)?,
         qkv: DevQkv { parts: qkv },
         q_norm: norm(&a.q_norm)?,
         k_norm: norm(&a.k_norm)?,
@@ -378,7 +337,7 @@ fn load_layer(
         rotary: a.rotary,
         window: a.window,
         softcap: a.softcap,
-        mlp_norm: DevNorm::load(s, model, &layer.mlp_norm, fold.mlp)?,
+        mlp_norm: DevNorm::load(s, model, &layer.mlp_norm)?,
         mlp,
     })
 }
@@ -404,12 +363,11 @@ impl DevModel {
         upload: bool,
     ) -> Result<Self, Error> {
         let dims = plan.dims;
-        let fold = folds_norms(plan);
         let layers = plan
             .layers
             .iter()
             .map(|l| {
-                let mut layer = load_layer(stream, model, l, fold)?;
+                let mut layer = load_layer(stream, model, l)?;
                 if upload {
                     for linear in layer.linears_mut() {
                         linear.upload(stream)?;
@@ -462,10 +420,10 @@ impl DevModel {
             positions,
             embedding_scale: plan.embedding.scale,
             layers,
-            final_norm: DevNorm::load(stream, model, &plan.final_norm, false)?,
+            final_norm: DevNorm::load(stream, model, &plan.final_norm)?,
             lm_head,
             rotary,
-            fold,
+            fold: folds_norms(plan),
         })
     }
 

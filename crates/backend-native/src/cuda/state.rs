@@ -300,7 +300,11 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     };
     let after = |n: &DevNorm, folded: bool| {
         if folded {
-            AfterNorm::Folded(n.eps)
+            AfterNorm::Folded(RowMode::Norm {
+                eps: n.eps,
+                g: n.weight.ptr,
+                act,
+            })
         } else {
             AfterNorm::Launched
         }
@@ -336,7 +340,7 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         linear_then_norm(&layer.mlp.down, h, 0, norm, fold.attn)?;
     }
     if fold.attn {
-        // The final norm stays a launch (the lm_head's weight may be the embedding's).
+        // The final norm stays a launch, reading the last down projection's sum.
         residual_norm(&model.final_norm, 0)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
@@ -351,9 +355,9 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
 enum AfterNorm {
     /// The norm's output (`normed`), written by its launch.
     Launched,
-    /// The residual row x: each one-row launch applies the RMS norm (its eps), whose weight
-    /// is folded into the linear's (`RowMode::Norm`).
-    Folded(f32),
+    /// The row the norm reads (x, the sum the linear before it left): each one-row launch
+    /// applies the RMS norm itself (`RowMode::Norm`).
+    Folded(RowMode),
 }
 
 /// Runs `p`, one of the linears right after a norm, on what the norm hands on (`input`) into
@@ -369,9 +373,7 @@ fn run_after_norm(
 ) -> Result<(), Error> {
     match after {
         AfterNorm::Launched => p.run_glu(ops, (b.normed.ptr, p.k), y, m, act, glu, scratch),
-        AfterNorm::Folded(eps) => {
-            p.run_one_row(ops, b.x.ptr, y.0, (act, glu), RowMode::Norm { eps })
-        }
+        AfterNorm::Folded(norm) => p.run_one_row(ops, b.x.ptr, y.0, (act, glu), norm),
     }
 }
 

@@ -124,12 +124,14 @@ pub(super) fn decode_pipe_kernel(kind: &'static str) -> &'static str {
 pub(crate) enum RowMode {
     /// y = linear(x).
     Plain,
-    /// x is the raw residual row of an RMS norm (its `eps`) whose weight was folded into the
-    /// layer's rows at load: the launch scales each output by the norm's 1 / rms(x) itself, so
-    /// the norm needs no launch.
-    Norm { eps: f32 },
-    /// y is the residual row: y = round(y + round(linear(x))), rounded to `act` (0 f32, 1 f16,
-    /// 2 bf16), the residual add of the norm launch after the layer.
+    /// x is the row s an RMS norm without a bias (weight `g`, `eps`, output rounded to `act`:
+    /// 0 f32, 1 f16, 2 bf16) would read, and the layer reads what it hands on: each block
+    /// computes the norm's scale as its launch does, so the bits are the norm launch's then
+    /// the layer's, with no norm launch.
+    Norm { eps: f32, g: DevPtr, act: i32 },
+    /// y is the residual row: y = round(y) + round(linear(x)), the sum the norm after the
+    /// layer reads, unrounded (rounded to `act`, as the norm launch hands the residual on, by
+    /// whoever adds to it next).
     Residual { act: i32 },
 }
 
@@ -157,12 +159,12 @@ impl RowMode {
         Some(MODE_ENTRIES[mode][via][dtype])
     }
 
-    /// The (eps, res_act) kernel arguments of the norm and residual entries.
-    fn args(self) -> (f32, i32) {
+    /// The (eps, fold_act, g) kernel arguments of the norm and residual entries.
+    fn args(self) -> (f32, i32, DevPtr) {
         match self {
-            RowMode::Plain => (0.0, 0),
-            RowMode::Norm { eps } => (eps, 0),
-            RowMode::Residual { act } => (0.0, act),
+            RowMode::Plain => (0.0, 0, 0),
+            RowMode::Norm { eps, g, act } => (eps, act, g),
+            RowMode::Residual { act } => (0.0, act, 0),
         }
     }
 }
@@ -395,7 +397,7 @@ impl Ops<'_> {
             });
         }
         let config = cfg(at.grid, 32 * DEC_WARPS as u32, shared as u32);
-        let (eps, res_act) = mode.args();
+        let (eps, fold_act, g) = mode.args();
         if mode == RowMode::Plain {
             return launch!(
                 self, at.f, config, &w, &x, &bias, &y, &at.n, &at.k, &at.split, &s.glu, &act
@@ -403,7 +405,7 @@ impl Ops<'_> {
         }
         launch!(
             self, at.f, config, &w, &x, &bias, &y, &at.n, &at.k, &at.split, &s.glu, &act, &eps,
-            &res_act
+            &fold_act, &g
         )
     }
 }
@@ -461,7 +463,12 @@ mod tests {
                 "gemv"
             });
             for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-                let modes = [RowMode::Norm { eps: 1e-6 }, RowMode::Residual { act: 1 }];
+                let norm = RowMode::Norm {
+                    eps: 1e-6,
+                    g: 0,
+                    act: 1,
+                };
+                let modes = [norm, RowMode::Residual { act: 1 }];
                 for mode in modes {
                     let entry = mode.entry(via, kind).expect("a dense kind has every mode");
                     assert!(home.symbols.contains(&entry), "{entry} in {}", home.family);
@@ -471,7 +478,7 @@ mod tests {
             }
         }
         assert_eq!(
-            RowMode::Norm { eps: 0.0 }.entry(RowKernel::Walk, "gemv_int4_f32"),
+            RowMode::Residual { act: 0 }.entry(RowKernel::Walk, "gemv_int4_f32"),
             None
         );
     }

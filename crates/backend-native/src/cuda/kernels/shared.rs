@@ -54,11 +54,7 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
         return 0;
     }
     let mut most = usize::MAX;
-    let modes = [
-        RowMode::Plain,
-        RowMode::Norm { eps: 0.0 },
-        RowMode::Residual { act: 0 },
-    ];
+    let modes = [RowMode::Plain, NORM, RowMode::Residual { act: 0 }];
     for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
         for mode in modes {
             let Some(f) = mode
@@ -73,7 +69,7 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
     }
     // The dynamic bytes every entry may take beside its static bytes (the norm entries' the
     // most).
-    let fixed = static_bytes(RowMode::Norm { eps: 0.0 });
+    let fixed = static_bytes(NORM);
     if most == usize::MAX {
         0
     } else {
@@ -84,14 +80,21 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
 /// Static shared memory of a shared entry: the epilogue's partials.
 const STATIC_BYTES: usize = 32;
 
-/// Static shared memory of the shared entry of `mode`: the epilogue's partials, one more a
-/// warp for the norm's squares (decode_reduce_store in kernels/prelude.cuh).
+/// Static shared memory of the shared entry of `mode`: the epilogue's partials, and for the
+/// norm entries the 32 partial sums of the norm's scale (row_rms_scale in kernels/prelude.cuh).
 fn static_bytes(mode: RowMode) -> usize {
     match mode {
-        RowMode::Norm { .. } => STATIC_BYTES * (DEC_COLS + 1) / DEC_COLS,
+        RowMode::Norm { .. } => STATIC_BYTES + 32 * 4,
         RowMode::Plain | RowMode::Residual { .. } => STATIC_BYTES,
     }
 }
+
+/// A norm entry's mode, for its name and static bytes.
+const NORM: RowMode = RowMode::Norm {
+    eps: 0.0,
+    g: 0,
+    act: 0,
+};
 
 /// Shared memory every block may take without opting in (static and dynamic together).
 const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
@@ -99,7 +102,7 @@ const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
 /// Dynamic shared memory a block of a shared entry may take when `prepare` opted the entries
 /// into `opted` bytes (0: the driver refused, so the default less the static bytes).
 fn dynamic_limit(opted: usize) -> usize {
-    opted.max(DEFAULT_BLOCK_BYTES - static_bytes(RowMode::Norm { eps: 0.0 }))
+    opted.max(DEFAULT_BLOCK_BYTES - static_bytes(NORM))
 }
 
 /// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM on
@@ -178,14 +181,14 @@ mod tests {
 
     #[test]
     fn without_the_opt_in_a_block_keeps_to_the_default_with_its_static_bytes() {
-        // The driver refused: 48 KB less the norm entries' epilogue (48 bytes, the most static
-        // bytes of a shared entry), so a 48 KB plan (f32, k 1536, split 1) is refused rather
-        // than failing at launch.
-        assert_eq!(dynamic_limit(0), 48 * 1024 - 48);
+        // The driver refused: 48 KB less the norm entries' static bytes (160, the most of a
+        // shared entry), so a 48 KB plan (f32, k 1536, split 1) is refused rather than failing
+        // at launch.
+        assert_eq!(dynamic_limit(0), 48 * 1024 - 160);
         assert!(slots_bytes(1536, 1, 4) > dynamic_limit(0));
         assert!(slots_bytes(1536, 2, 4) <= dynamic_limit(0));
         // Opted in (an H200: 227 KB a block less the static bytes).
-        assert_eq!(dynamic_limit(227 * 1024 - 48), 227 * 1024 - 48);
+        assert_eq!(dynamic_limit(227 * 1024 - 160), 227 * 1024 - 160);
     }
 
     #[test]

@@ -169,15 +169,13 @@ __device__ __forceinline__ void fetch_units(const W* const (&wr)[DEC_COLS],
 
 // UNITS: 16-byte loads per column per lane in a round; PIPE: the next round's loads go out
 // before this round's arithmetic (units past the row are not loaded and never used); ENTRY:
-// W_WALK or W_PIPE, the entry's bit of the W_EVICT mask (prelude.cuh); MODE: ROW_PLAIN,
-// ROW_NORM or ROW_RESIDUAL (decode_reduce_store in prelude.cuh), with its scalars in `fold`.
-template <typename W, int KIND, int UNITS, bool PIPE, int ENTRY, int MODE = ROW_PLAIN>
+// W_WALK or W_PIPE, the entry's bit of the W_EVICT mask (prelude.cuh).
+template <typename W, int KIND, int UNITS, bool PIPE, int ENTRY>
 __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ bias,
                                                  float* __restrict__ y, int n, int k, int split,
-                                                 int glu, int act,
-                                                 RowFold fold = RowFold()) {
+                                                 int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte loads per unit
     constexpr int L = UNITS / H;      // units per column per lane per iteration
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -200,9 +198,6 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
     int u0 = part * 32 + lane;
     fetch_units<W, L, H, ENTRY>(wr, valid, u0, stride, units, k, vec, raw);
     pdl_wait();
-    float r = 0.0f;
-    if constexpr (MODE == ROW_NORM) r = row_rms_scale(x, k, fold.eps);
-    bool gvec = ((size_t)fold.g & 15) == 0;
     for (; u0 < units; u0 += L * stride) {
         uint4 next[DEC_COLS][L][H];
         if (PIPE)
@@ -215,7 +210,6 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
             if (u >= units) break;
             float xv[8];
             x_unit(nullptr, 0, x, 0, 0, u * 8, k, false, xvec, xv);
-            if constexpr (MODE == ROW_NORM) norm_unit(xv, fold, u * 8, k, r, gvec);
 #pragma unroll
             for (int j = 0; j < DEC_COLS; j++)
                 if (valid[j]) acc[j] = dot_unit<KIND, H>(raw[j][l], xv, acc[j]);
@@ -229,7 +223,7 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
                     for (int h = 0; h < H; h++) raw[j][l][h] = next[j][l][h];
         }
     }
-    decode_reduce_store<MODE>(acc, valid, col0, split, bias, y, glu, act, fold);
+    decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
@@ -295,114 +289,4 @@ extern "C" __global__ void __launch_bounds__(128)
     gemv_decode_pipe_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
         int k, int split, int glu, int act) {
     gemv_decode_body<u16, 2, 2, true, W_PIPE>(w, x, bias, y, n, k, split, glu, act);
-}
-
-// ---- One row with the RMS norm before it folded in (ROW_NORM) or the residual add after it
-// (ROW_RESIDUAL): the walk and pipelined bodies above, same lanes, units and order. `eps` and
-// `g` (the norm's weight) are read by ROW_NORM, `act` and `fold_act` by both (prelude.cuh).
-// The norm entries are held to NORM_MIN_BLOCKS blocks an SM (8: the walk's, which the plans
-// assume; 64 registers, a few bytes spilled, where their own code would take 68-74; 0: no
-// bound, a define for A/B runs).
-#ifndef NORM_MIN_BLOCKS
-#define NORM_MIN_BLOCKS 8
-#endif
-#if NORM_MIN_BLOCKS > 0
-#define NORM_BOUNDS __launch_bounds__(128, NORM_MIN_BLOCKS)
-#else
-#define NORM_BOUNDS __launch_bounds__(128)
-#endif
-extern "C" __global__ void NORM_BOUNDS
-    gemv_decode_norm_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, W_WALK, ROW_NORM>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void NORM_BOUNDS
-    gemv_decode_norm_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, W_WALK, ROW_NORM>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void NORM_BOUNDS
-    gemv_decode_norm_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, W_WALK, ROW_NORM>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void NORM_BOUNDS
-    gemv_decode_pipe_norm_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<float, 0, 2, true, W_PIPE, ROW_NORM>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void NORM_BOUNDS
-    gemv_decode_pipe_norm_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 1, 2, true, W_PIPE, ROW_NORM>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void NORM_BOUNDS
-    gemv_decode_pipe_norm_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 2, 2, true, W_PIPE, ROW_NORM>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_res_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, W_WALK, ROW_RESIDUAL>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_res_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, W_WALK, ROW_RESIDUAL>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void DEC_BOUNDS
-    gemv_decode_res_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, W_WALK, ROW_RESIDUAL>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_res_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<float, 0, 2, true, W_PIPE, ROW_RESIDUAL>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_res_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 1, 2, true, W_PIPE, ROW_RESIDUAL>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128)
-    gemv_decode_pipe_res_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_body<u16, 2, 2, true, W_PIPE, ROW_RESIDUAL>(
-        w, x, bias, y, n, k, split, glu, act, RowFold{eps, fold_act, g});
 }

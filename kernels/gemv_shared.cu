@@ -23,14 +23,12 @@
 // Blocks an SM should hold (registers: 40 with the batch of 2, no spills; 4 spills at 12)
 #define SHARED_MIN_BLOCKS 12
 
-// MODE: ROW_PLAIN, ROW_NORM or ROW_RESIDUAL (decode_reduce_store in prelude.cuh).
-template <typename W, int KIND, int MODE = ROW_PLAIN>
+template <typename W, int KIND>
 __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
                                                         const float* __restrict__ x,
                                                         const float* __restrict__ bias,
                                                         float* __restrict__ y, int n, int k,
-                                                        int split, int glu, int act,
-                                                        RowFold fold = RowFold()) {
+                                                        int split, int glu, int act) {
     constexpr int H = sizeof(W) / 2;  // 16-byte pieces per unit
     extern __shared__ uint4 shared_slots[];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -68,9 +66,6 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
     }
     cp_async_commit();
     pdl_wait();
-    float r = 0.0f;
-    if constexpr (MODE == ROW_NORM) r = row_rms_scale(x, k, fold.eps);
-    bool gvec = ((size_t)fold.g & 15) == 0;
     cp_async_wait<0>();
     float acc[DEC_COLS];
 #pragma unroll
@@ -87,7 +82,6 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
         for (int b = 0; b < SHARED_X_BATCH; b++) {
             int i = i0 + b, u = u0 + i * stride;
             if (i >= slots || u >= units) break;
-            if constexpr (MODE == ROW_NORM) norm_unit(xv[b], fold, u * 8, k, r, gvec);
 #pragma unroll
             for (int j = 0; j < DEC_COLS; j++) {
                 if (!valid[j]) continue;
@@ -99,7 +93,7 @@ __device__ __forceinline__ void gemv_decode_shared_body(const W* __restrict__ w,
             }
         }
     }
-    decode_reduce_store<MODE>(acc, valid, col0, split, bias, y, glu, act, fold);
+    decode_reduce_store(acc, valid, col0, split, bias, y, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
@@ -118,55 +112,4 @@ extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
     gemv_decode_shared_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
         int k, int split, int glu, int act) {
     gemv_decode_shared_body<u16, 2>(w, x, bias, y, n, k, split, glu, act);
-}
-
-// The shared entries with the RMS norm before them folded in (ROW_NORM) or the residual add
-// after them (ROW_RESIDUAL); `eps`, `fold_act` and `g` as gemv.cu's gemv_decode_norm_* / _res_*.
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_norm_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_shared_body<float, 0, ROW_NORM>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_norm_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_shared_body<u16, 1, ROW_NORM>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_norm_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_shared_body<u16, 2, ROW_NORM>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_res_f32(const float* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_shared_body<float, 0, ROW_RESIDUAL>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_res_f16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_shared_body<u16, 1, ROW_RESIDUAL>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, fold_act, g});
-}
-
-extern "C" __global__ void __launch_bounds__(128, SHARED_MIN_BLOCKS)
-    gemv_decode_shared_res_bf16(const u16* w, const float* x, const float* bias, float* y, int n,
-        int k, int split, int glu, int act, float eps, int fold_act,
-        const float* g) {
-    gemv_decode_shared_body<u16, 2, ROW_RESIDUAL>(w, x, bias, y, n, k, split, glu, act,
-                                                RowFold{eps, fold_act, g});
 }

@@ -2,7 +2,7 @@
 // (r / per_row) * ld + (r % per_row) * width, so the same kernel normalises hidden rows
 // (per_row 1) and per-head q/k rows inside the fused qkv buffer (per_row = heads).
 //
-//   s = round(x) + round(delta)          (delta null: s = x)
+//   s = x + round(delta)                 (delta null: s = x)
 //   out = round(norm(s) * weight (+ bias))
 //   x = round(s)                         (only when write_sum)
 //
@@ -81,9 +81,7 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         float s = 0.0f;
         if (i < width) {
             s = xs[j];
-            // x is the residual, rounded (as this kernel writes it back) unless the linear
-            // before the last norm left its unrounded sum there (ROW_RESIDUAL, prelude.cuh).
-            if (delta) s = round_act(s, act) + round_act(ds[j], act);
+            if (delta) s += round_act(ds[j], act);
         }
         v[j] = s;
         sum += s;
@@ -95,7 +93,7 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;
         float d = i < width ? v[j] - mean : 0.0f;
-        sq = fmaf(d, d, sq);  // row_rms_scale (prelude.cuh) repeats this sum bit for bit
+        sq += d * d;
     }
     float var = block_sum(sq, scratch) / (float)width;
     float inv = 1.0f / sqrtf(var + eps);

@@ -423,94 +423,17 @@ __device__ __forceinline__ void decode_columns(const W* w, int n, int k, int col
     }
 }
 
-// What the one-row dense entries do around the linear (the MODE template parameter):
-//   ROW_PLAIN     y = linear(x)
-//   ROW_NORM      x is the row s an RMS norm without a bias would read (its weight `g`, `eps`)
-//                 and the linear reads what that norm hands on, round(s * r * g) with
-//                 r = 1 / sqrt(mean(s^2) + eps): the block computes r as skip_norm_f32 does
-//                 (row_rms_scale), so the results are the norm launch's and the linear's bits,
-//                 with no norm launch between them
-//   ROW_RESIDUAL  y is the residual row: y = round(y) + round(linear(x)), the sum s that
-//                 skip_norm_f32 would form (left unrounded: the norm after reads it; whoever
-//                 adds to it next rounds it first, as the norm's write-back would have)
-// Rounding is to `act` (0 f32, 1 f16, 2 bf16), the norm's precision.
-#define ROW_PLAIN 0
-#define ROW_NORM 1
-#define ROW_RESIDUAL 2
-
-// The norm's epsilon, the precision of its output and of the residual, and its weight.
-struct RowFold {
-    float eps = 0.0f;
-    int act = 0;
-    const float* g = nullptr;
-};
-
-// Values a thread of skip_norm_f32 holds (NORM_VALUES in norm.cu); the host launches it with
-// ceil(width / 8) threads rounded up to whole warps.
-#define NORM_THREAD_VALUES 8
-
-// ROW_NORM's r for the row s of k values, bit for bit what skip_norm_f32 (an RMS norm) computes
-// for it: that kernel's threads t (each holding s[t + j * threads], j < 8) are played by this
-// block's warps in turn, each warp playing one of its warps at a time, and their squares are
-// summed in the same order and reduced through the same butterflies. Every thread of the
-// block must call it (it synchronises).
-__device__ __forceinline__ float row_rms_scale(const float* __restrict__ s, int k, float eps) {
-    __shared__ float partial[32];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int threads = ((k + NORM_THREAD_VALUES - 1) / NORM_THREAD_VALUES + 31) / 32 * 32;
-    int warps = threads / 32;
-    for (int w = warp; w < warps; w += blockDim.x / 32) {
-        int t = w * 32 + lane;
-        float v[NORM_THREAD_VALUES];
-#pragma unroll
-        for (int j = 0; j < NORM_THREAD_VALUES; j++) {
-            int i = t + j * threads;
-            v[j] = i < k ? s[i] : 0.0f;
-        }
-        float sq = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NORM_THREAD_VALUES; j++) sq = fmaf(v[j], v[j], sq);
-        sq = warp_sum(sq);
-        if (lane == 0) partial[w] = sq;
-    }
-    __syncthreads();
-    float total = warp_sum(lane < warps ? partial[lane] : 0.0f);
-    return 1.0f / sqrtf(total / (float)k + eps);
-}
-
-// ROW_NORM: the 8 values of s at column c (xv, zeros past k) made what the norm hands on,
-// round(s * r * g).
-__device__ __forceinline__ void norm_unit(float (&xv)[8], const RowFold& fold, int c, int k,
-                                          float r, bool gvec) {
-    float gv[8];
-    x_unit(nullptr, 0, fold.g, 0, 0, c, k, false, gvec, gv);
-#pragma unroll
-    for (int e = 0; e < 8; e++) xv[e] = round_act(xv[e] * r * gv[e], fold.act);
-}
-
 // The one-row kernels' epilogue: each warp's DEC_COLS partials are summed by butterfly, the
 // `split` warps sharing a column pair (adjacent in the block) are summed in warp order, so the
 // result does not depend on timing, and the pair is stored through linear_store, or with
 // glu >= 0 as activation(gate, glu) * up at column col0 / 2 (no rounding: the MLP runs in
-// f32). Every thread of the block must call it (it synchronises when split > 1). MODE: above
-// (ROW_NORM stores as ROW_PLAIN).
-template <int MODE = ROW_PLAIN>
+// f32). Every thread of the block must call it (it synchronises when split > 1).
 __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
                                                     const bool (&valid)[DEC_COLS], int col0,
                                                     int split, const float* bias, float* y,
-                                                    int glu, int act, RowFold fold = RowFold()) {
+                                                    int glu, int act) {
     __shared__ float red[DEC_WARPS][DEC_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    // ROW_RESIDUAL: the storing lane reads the residual it adds to before the sums, so the
-    // read overlaps them (read after the main loop: its registers are free by then).
-    float old[DEC_COLS] = {};
-    if constexpr (MODE == ROW_RESIDUAL) {
-        if (lane == 0 && warp % split == 0) {
-#pragma unroll
-            for (int j = 0; j < DEC_COLS; j++)
-                if (valid[j]) old[j] = y[col0 + j];
-        }
-    }
 #pragma unroll
     for (int j = 0; j < DEC_COLS; j++) {
         float v = warp_sum(acc[j]);
@@ -535,14 +458,6 @@ __device__ __forceinline__ void decode_reduce_store(float (&acc)[DEC_COLS],
         return;
     }
 #pragma unroll
-    for (int j = 0; j < DEC_COLS; j++) {
-        if (!valid[j]) continue;
-        if constexpr (MODE == ROW_RESIDUAL) {
-            float delta;
-            linear_store(sum[j], bias, col0 + j, act, &delta);
-            y[col0 + j] = round_act(old[j], fold.act) + round_act(delta, fold.act);
-        } else {
-            linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
-        }
-    }
+    for (int j = 0; j < DEC_COLS; j++)
+        if (valid[j]) linear_store(sum[j], bias, col0 + j, act, y + col0 + j);
 }

@@ -5,8 +5,7 @@
 
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
-    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, RowMode, launch_error as cuda,
-    split_bytes,
+    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, launch_error as cuda, split_bytes,
 };
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
@@ -254,17 +253,7 @@ pub fn time_gemvs(
                 for plan in plans {
                     let timing = time_graph(&stream, launches, reps, |i| {
                         let w = copies_w[i % copies].ptr;
-                        ops.gemv_one_row(
-                            "gemv_f16",
-                            w,
-                            x.ptr,
-                            0,
-                            y.ptr,
-                            shape,
-                            0,
-                            plan,
-                            RowMode::Plain,
-                        )
+                        ops.gemv_one_row("gemv_f16", w, x.ptr, 0, y.ptr, shape, 0, plan)
                     })?;
                     let blocks = shape.decode_grid(plan.split)?.0 as usize;
                     record(

@@ -22,7 +22,7 @@ mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
-pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel, RowMode};
+pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use rows::ARGMAX_PARTS;
 
@@ -533,7 +533,7 @@ impl Ops<'_> {
         if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
             // gemv_one_row checks the shape itself.
             let plan = self.k.one_row_plan(kind, &s);
-            return self.gemv_one_row(kind, w, x, bias, y, s, act, plan, RowMode::Plain);
+            return self.gemv_one_row(kind, w, x, bias, y, s, act, plan);
         }
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let f = self

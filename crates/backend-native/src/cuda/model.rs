@@ -1,7 +1,6 @@
 //! The native CUDA model: the lifted plan with every weight prepared once, and where each one
 //! lives (device memory, a streaming slot, or mapped host memory), as the residency plan says.
 
-use crate::cuda::fold::{FoldAt, folds_norms};
 use crate::cuda::host::{HostLinear, table, tensor_f32};
 use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
@@ -189,8 +188,6 @@ pub(crate) struct DevModel {
     pub final_norm: DevNorm,
     pub lm_head: DevLinear,
     pub rotary: Option<DevRotary>,
-    /// The layers' norms a one-row step folds into the dense linears around them (`fold.rs`).
-    pub fold: FoldAt,
 }
 
 fn activation_code(a: Activation) -> i32 {
@@ -423,7 +420,6 @@ impl DevModel {
             final_norm: DevNorm::load(stream, model, &plan.final_norm)?,
             lm_head,
             rotary,
-            fold: folds_norms(plan),
         })
     }
 

@@ -1,9 +1,8 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
-//! argmax, the device token choice against the host's (`sampling.rs`), the norm's output
-//! split for the int4 tensor-core GEMV (`split.rs`, bitwise), and the one-row entries with a
-//! norm or residual add folded in (`fold.rs`). Run by
+//! argmax, the device token choice against the host's (`sampling.rs`), and the norm's output
+//! split for the int4 tensor-core GEMV (`split.rs`, bitwise). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -17,7 +16,6 @@ use std::sync::Arc;
 
 mod decode;
 mod epilogue;
-mod fold;
 mod gemm;
 mod gemm_int4;
 mod int4;
@@ -138,7 +136,6 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     }
     checks.push(argmax(&ctx, &mut rng)?);
     checks.extend(sampling::checks(&ctx, &mut rng)?);
-    checks.extend(fold::checks(&ctx, &mut rng)?);
     Ok(checks)
 }
 

@@ -4,11 +4,8 @@
 //! token can be captured once as a CUDA graph and replayed at any position.
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
-use crate::cuda::fold::FoldAt;
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{
-    DecodeCall, DecodeGemv, DecodeHeads, DevPtr, Ops, RowMode, split_bytes,
-};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops, split_bytes};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -291,90 +288,32 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             act,
         )
     };
-    // A one-row step of a model whose layer norms are folded (`fold.rs`) launches none of them:
-    // the output and down projections add into x, and the linears after each norm read x.
-    let fold = if m == 1 && ops.k.decode_gemv != DecodeGemv::Staged {
-        model.fold
-    } else {
-        FoldAt::NONE
+    // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
+    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
+        p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
+        residual_norm(n, b.delta.ptr)
     };
-    let after = |n: &DevNorm, folded: bool| {
-        if folded {
-            AfterNorm::Folded(RowMode::Norm {
-                eps: n.eps,
-                g: n.weight.ptr,
-                act,
-            })
-        } else {
-            AfterNorm::Launched
-        }
-    };
-    // delta = input W (a layer's last linear), then x += delta and normed = norm(x); before a
-    // folded norm, x += input W in the linear's own epilogue.
-    let linear_then_norm =
-        |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm, folded: bool| {
-            if folded {
-                return p.run_one_row(ops, input, b.x.ptr, (act_p, -1), RowMode::Residual { act });
-            }
-            p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
-            residual_norm(n, b.delta.ptr)
-        };
     // The first norm has no residual to add (with no layers, the final norm).
     let first = model
         .layers
         .first()
         .map_or(&model.final_norm, |l| &l.attn_norm);
-    if !fold.attn {
-        residual_norm(first, 0)?;
-    }
+    residual_norm(first, 0)?;
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let input = (after(&layer.attn_norm, fold.attn), normed);
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, input)?;
-        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, fold.mlp)?;
-        let input = (after(&layer.mlp_norm, fold.mlp), normed);
-        let h = mlp_block(ops, layer, b, m, input)?;
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, normed)?;
+        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
+        let h = mlp_block(ops, layer, b, m, normed)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        linear_then_norm(&layer.mlp.down, h, 0, norm, fold.attn)?;
-    }
-    if fold.attn {
-        // The final norm stays a launch, reading the last down projection's sum.
-        residual_norm(&model.final_norm, 0)?;
+        linear_then_norm(&layer.mlp.down, h, 0, norm)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
         .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
-}
-
-/// What the linears right after a norm read.
-#[derive(Debug, Clone, Copy)]
-enum AfterNorm {
-    /// The norm's output (`normed`), written by its launch.
-    Launched,
-    /// The row the norm reads (x, the sum the linear before it left): each one-row launch
-    /// applies the RMS norm itself (`RowMode::Norm`).
-    Folded(RowMode),
-}
-
-/// Runs `p`, one of the linears right after a norm, on what the norm hands on (`input`) into
-/// `y`.
-fn run_after_norm(
-    ops: &Ops<'_>,
-    p: &DevLinear,
-    b: &Buffers,
-    (after, scratch): (AfterNorm, QuantScratch),
-    y: (DevPtr, usize),
-    m: usize,
-    (act, glu): (i32, i32),
-) -> Result<(), Error> {
-    match after {
-        AfterNorm::Launched => p.run_glu(ops, (b.normed.ptr, p.k), y, m, act, glu, scratch),
-        AfterNorm::Folded(norm) => p.run_one_row(ops, b.x.ptr, y.0, (act, glu), norm),
-    }
 }
 
 /// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
@@ -395,13 +334,13 @@ fn attention_block(
     b: &Buffers,
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
-    input: (AfterNorm, QuantScratch),
+    scratch: QuantScratch,
 ) -> Result<(DevPtr, usize), Error> {
     let act = model.act;
-    let (ld, hs) = (l.qkv_width(), l.head_size);
+    let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.at(*col)?, ld);
-        run_after_norm(ops, p, b, input, y, m, (act, -1))?;
+        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -489,20 +428,21 @@ fn mlp_block(
     l: &DevLayer,
     b: &Buffers,
     m: usize,
-    input: (AfterNorm, QuantScratch),
+    scratch: QuantScratch,
 ) -> Result<(DevPtr, usize), Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
     if let [(p, 0)] = mlp.parts.as_slice()
         && mlp.glu
     {
-        run_after_norm(ops, p, b, input, (b.h.ptr, w), m, (0, mlp.activation))?;
+        let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
+        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
         return Ok((b.h.ptr, w));
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         let y = (b.gu.at(*col)?, gu_ld);
-        run_after_norm(ops, p, b, input, y, m, (0, -1))?;
+        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;

@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops, RowMode};
+use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pager::Pager;
 use crate::error::Error;
@@ -230,31 +230,6 @@ impl DevLinear {
                     act,
                 ),
             }
-        })
-    }
-
-    /// One row of a dense layer through the one-row entries in `mode` (the norm before it
-    /// folded in, or the residual add after it: [`RowMode`]), at the split and entry the decode
-    /// rule gives it: y = x W (+ bias), `glu` as [`DevLinear::run_glu`].
-    pub fn run_one_row(
-        &self,
-        ops: &Ops<'_>,
-        x: DevPtr,
-        y: DevPtr,
-        (act, glu): (i32, i32),
-        mode: RowMode,
-    ) -> Result<(), Error> {
-        let Form::Dense { kernel } = self.form else {
-            return Err(Error::Invalid {
-                what: "linear layer",
-                why: format!("{mode:?} takes a dense layer"),
-            });
-        };
-        let shape = LinearShape::one_row(self.n, self.k, glu);
-        let plan = ops.k.one_row_plan(kernel, &shape);
-        self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            ops.gemv_one_row(kernel, main, x, bias, y, shape, act, plan, mode)
         })
     }
 

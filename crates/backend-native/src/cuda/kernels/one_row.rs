@@ -119,94 +119,6 @@ pub(super) fn decode_pipe_kernel(kind: &'static str) -> &'static str {
     }
 }
 
-/// What a one-row dense launch does around its linear (`ROW_*` in kernels/prelude.cuh).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum RowMode {
-    /// y = linear(x).
-    Plain,
-    /// x is the row s an RMS norm without a bias (weight `g`, `eps`, output rounded to `act`:
-    /// 0 f32, 1 f16, 2 bf16) would read, and the layer reads what it hands on: each block
-    /// computes the norm's scale as its launch does, so the bits are the norm launch's then
-    /// the layer's, with no norm launch.
-    Norm { eps: f32, g: DevPtr, act: i32 },
-    /// y is the residual row: y = round(y) + round(linear(x)), the sum the norm after the
-    /// layer reads, unrounded (rounded to `act`, as the norm launch hands the residual on, by
-    /// whoever adds to it next).
-    Residual { act: i32 },
-}
-
-impl RowMode {
-    /// The entry of a dense linear kernel `kind` that runs one row of `via` in this mode, or
-    /// `None` where there is none.
-    pub(crate) fn entry(self, via: RowKernel, kind: &'static str) -> Option<&'static str> {
-        use RowKernel::{Pipe, Shared, Walk};
-        let dtype = match kind {
-            "gemv_f32" => 0,
-            "gemv_f16" => 1,
-            "gemv_bf16" => 2,
-            _ => return None,
-        };
-        let mode = match self {
-            RowMode::Plain => return Some(OneRow { via, split: 1 }.kernel(kind)),
-            RowMode::Norm { .. } => 0,
-            RowMode::Residual { .. } => 1,
-        };
-        let via = match via {
-            Walk => 0,
-            Pipe => 1,
-            Shared => 2,
-        };
-        Some(MODE_ENTRIES[mode][via][dtype])
-    }
-
-    /// The (eps, fold_act, g) kernel arguments of the norm and residual entries.
-    fn args(self) -> (f32, i32, DevPtr) {
-        match self {
-            RowMode::Plain => (0.0, 0, 0),
-            RowMode::Norm { eps, g, act } => (eps, act, g),
-            RowMode::Residual { act } => (0.0, act, 0),
-        }
-    }
-}
-
-/// The norm (first) and residual (second) entries: walk, pipelined, shared; f32, f16, bf16.
-const MODE_ENTRIES: [[[&str; 3]; 3]; 2] = [
-    [
-        [
-            "gemv_decode_norm_f32",
-            "gemv_decode_norm_f16",
-            "gemv_decode_norm_bf16",
-        ],
-        [
-            "gemv_decode_pipe_norm_f32",
-            "gemv_decode_pipe_norm_f16",
-            "gemv_decode_pipe_norm_bf16",
-        ],
-        [
-            "gemv_decode_shared_norm_f32",
-            "gemv_decode_shared_norm_f16",
-            "gemv_decode_shared_norm_bf16",
-        ],
-    ],
-    [
-        [
-            "gemv_decode_res_f32",
-            "gemv_decode_res_f16",
-            "gemv_decode_res_bf16",
-        ],
-        [
-            "gemv_decode_pipe_res_f32",
-            "gemv_decode_pipe_res_f16",
-            "gemv_decode_pipe_res_bf16",
-        ],
-        [
-            "gemv_decode_shared_res_f32",
-            "gemv_decode_shared_res_f16",
-            "gemv_decode_shared_res_bf16",
-        ],
-    ],
-];
-
 /// Load rounds of `gemv_decode_*` from which the pipelined kernel takes a row. Measured on the
 /// H200 (round 10): Llama-3-8B down (4 rounds at split 4) 43.6 → 27.8 µs alone, Qwen2.5-1.5B
 /// down (3) 9.8 → 8.9 µs; Qwen2.5-0.5B down (2) equal alone (4.6 µs) and its step ~2% slower.
@@ -373,8 +285,7 @@ impl Kernels {
 impl Ops<'_> {
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
     /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair
-    /// (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's), in `mode`: the plain entries,
-    /// or their norm and residual twins (the same lanes, units and order at the same split).
+    /// (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,
@@ -386,9 +297,8 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
         plan: OneRow,
-        mode: RowMode,
     ) -> Result<(), Error> {
-        let at = self.one_row_frame("one-row linear", mode.entry(plan.via, kind), &s, plan)?;
+        let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
         let shared = plan.shared_bytes(kind, &s);
         if shared > self.k.shared_limit() {
             return Err(Error::Invalid {
@@ -396,16 +306,19 @@ impl Ops<'_> {
                 why: format!("{s:?} with {plan:?} takes {shared} bytes of shared memory"),
             });
         }
-        let config = cfg(at.grid, 32 * DEC_WARPS as u32, shared as u32);
-        let (eps, fold_act, g) = mode.args();
-        if mode == RowMode::Plain {
-            return launch!(
-                self, at.f, config, &w, &x, &bias, &y, &at.n, &at.k, &at.split, &s.glu, &act
-            );
-        }
         launch!(
-            self, at.f, config, &w, &x, &bias, &y, &at.n, &at.k, &at.split, &s.glu, &act, &eps,
-            &fold_act, &g
+            self,
+            at.f,
+            cfg(at.grid, 32 * DEC_WARPS as u32, shared as u32),
+            &w,
+            &x,
+            &bias,
+            &y,
+            &at.n,
+            &at.k,
+            &at.split,
+            &s.glu,
+            &act
         )
     }
 }
@@ -451,37 +364,7 @@ impl<'a> Ops<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LinearShape, RowKernel, RowMode};
-
-    #[test]
-    fn every_mode_entry_is_a_symbol_of_the_plain_entry_family() {
-        let family = |name: &str| crate::cuda::compile::family(name).expect("a family");
-        for via in [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared] {
-            let home = family(if via == RowKernel::Shared {
-                "gemv_shared"
-            } else {
-                "gemv"
-            });
-            for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-                let norm = RowMode::Norm {
-                    eps: 1e-6,
-                    g: 0,
-                    act: 1,
-                };
-                let modes = [norm, RowMode::Residual { act: 1 }];
-                for mode in modes {
-                    let entry = mode.entry(via, kind).expect("a dense kind has every mode");
-                    assert!(home.symbols.contains(&entry), "{entry} in {}", home.family);
-                    let plain = RowMode::Plain.entry(via, kind).expect("plain");
-                    assert_eq!(entry.replace("_norm", "").replace("_res", ""), plain);
-                }
-            }
-        }
-        assert_eq!(
-            RowMode::Residual { act: 0 }.entry(RowKernel::Walk, "gemv_int4_f32"),
-            None
-        );
-    }
+    use super::LinearShape;
 
     #[test]
     fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {

@@ -18,7 +18,7 @@
 //! loss was the whole carveout these entries asked for (now left to the driver): `shared-walk`
 //! then gains 4.7% on Qwen2.5-0.5B and loses 1.5% on Qwen2.5-1.5B.
 
-use super::{DEC_COLS, DEC_WARPS, Kernels, LinearShape, OneRow, RowKernel, RowMode};
+use super::{DEC_COLS, DEC_WARPS, Kernels, LinearShape, OneRow, RowKernel};
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
 
@@ -41,8 +41,7 @@ pub(super) fn slots_bytes(k: usize, split: usize, weight_bytes: usize) -> usize 
     DEC_WARPS * DEC_COLS * slots * pieces * 32 * 16
 }
 
-/// Opts each shared entry (plain, norm and residual) into the device's largest dynamic shared
-/// memory per block, leaving
+/// Opts each shared entry into the device's largest dynamic shared memory per block, leaving
 /// the carveout (how an SM splits its L1 and shared memory) to the driver: the bytes a block
 /// may take, or 0 when the driver refuses (launches then stay within the 48 KB every block
 /// may take). CUDA_NOTES round 19: asking these entries for the whole carveout cost 2% of
@@ -54,47 +53,17 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
         return 0;
     }
     let mut most = usize::MAX;
-    let modes = [RowMode::Plain, NORM, RowMode::Residual { act: 0 }];
     for kind in ["gemv_f32", "gemv_f16", "gemv_bf16"] {
-        for mode in modes {
-            let Some(f) = mode
-                .entry(RowKernel::Shared, kind)
-                .and_then(|e| functions.get(e))
-            else {
-                return 0;
-            };
-            let fixed = static_bytes(mode);
-            most = most.min(super::opt_in_shared(ctx, f, fixed, 0).unwrap_or(0) + fixed);
-        }
+        let Some(f) = functions.get(shared_kernel(kind)) else {
+            return 0;
+        };
+        most = most.min(super::opt_in_shared(ctx, f, STATIC_BYTES, 0).unwrap_or(0));
     }
-    // The dynamic bytes every entry may take beside its static bytes (the norm entries' the
-    // most).
-    let fixed = static_bytes(NORM);
-    if most == usize::MAX {
-        0
-    } else {
-        most.saturating_sub(fixed)
-    }
+    if most == usize::MAX { 0 } else { most }
 }
 
 /// Static shared memory of a shared entry: the epilogue's partials.
 const STATIC_BYTES: usize = 32;
-
-/// Static shared memory of the shared entry of `mode`: the epilogue's partials, and for the
-/// norm entries the 32 partial sums of the norm's scale (row_rms_scale in kernels/prelude.cuh).
-fn static_bytes(mode: RowMode) -> usize {
-    match mode {
-        RowMode::Norm { .. } => STATIC_BYTES + 32 * 4,
-        RowMode::Plain | RowMode::Residual { .. } => STATIC_BYTES,
-    }
-}
-
-/// A norm entry's mode, for its name and static bytes.
-const NORM: RowMode = RowMode::Norm {
-    eps: 0.0,
-    g: 0,
-    act: 0,
-};
 
 /// Shared memory every block may take without opting in (static and dynamic together).
 const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
@@ -102,7 +71,7 @@ const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
 /// Dynamic shared memory a block of a shared entry may take when `prepare` opted the entries
 /// into `opted` bytes (0: the driver refused, so the default less the static bytes).
 fn dynamic_limit(opted: usize) -> usize {
-    opted.max(DEFAULT_BLOCK_BYTES - static_bytes(NORM))
+    opted.max(DEFAULT_BLOCK_BYTES - STATIC_BYTES)
 }
 
 /// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM on
@@ -181,14 +150,13 @@ mod tests {
 
     #[test]
     fn without_the_opt_in_a_block_keeps_to_the_default_with_its_static_bytes() {
-        // The driver refused: 48 KB less the norm entries' static bytes (160, the most of a
-        // shared entry), so a 48 KB plan (f32, k 1536, split 1) is refused rather than failing
-        // at launch.
-        assert_eq!(dynamic_limit(0), 48 * 1024 - 160);
+        // The driver refused: 48 KB less the epilogue's 32 bytes, so a 48 KB plan (f32, k 1536,
+        // split 1) is refused rather than failing at launch.
+        assert_eq!(dynamic_limit(0), 48 * 1024 - 32);
         assert!(slots_bytes(1536, 1, 4) > dynamic_limit(0));
         assert!(slots_bytes(1536, 2, 4) <= dynamic_limit(0));
         // Opted in (an H200: 227 KB a block less the static bytes).
-        assert_eq!(dynamic_limit(227 * 1024 - 160), 227 * 1024 - 160);
+        assert_eq!(dynamic_limit(227 * 1024 - 32), 227 * 1024 - 32);
     }
 
     #[test]

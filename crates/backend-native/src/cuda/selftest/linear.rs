@@ -7,7 +7,7 @@
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::kernels::{DevPtr, LinearShape, OneRow, RowKernel, RowMode};
+use crate::cuda::kernels::{DevPtr, LinearShape, OneRow, RowKernel};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -220,7 +220,7 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
     let one_row = |plan: OneRow, (w, xp): (DevPtr, DevPtr)| -> Result<Vec<f32>, Error> {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
         c.ops()
-            .gemv_one_row(kernel, w, xp, bias, dy.ptr, s, 0, plan, RowMode::Plain)?;
+            .gemv_one_row(kernel, w, xp, bias, dy.ptr, s, 0, plan)?;
         c.down(&dy, m * n)
     };
     for split in [1, 2, 4] {

@@ -23,7 +23,7 @@
 
 // One phase (all 64-bit fields: the host writes them as u64 words). kind 0: GEMV y[n] = W x
 // with W [n, k]; glu: x is silu(a) * b of a 2k-wide input [a, b]. kind 1: y = x / rms(x), n
-// values.
+// values (a norm); kind 2: the same as a stand-in for the attention (see SP_ATTN_NS).
 struct Phase {
     long long kind, n, k, glu;
     const u16* w;
@@ -79,11 +79,23 @@ __device__ __forceinline__ float sp_load(const float* p) {
 
 __device__ __forceinline__ float sp_silu(float v) { return v / (1.0f + __expf(-v)); }
 
-// Stages the phase's x (k floats) into shared memory; every thread of the block calls it.
+// A barrier among the block's threads: all of them (the one-launch-per-phase and persistent
+// kernels), or with NAMED only the SP_THREADS consumer threads (step_stream.cu, whose producer
+// warp never joins).
+template <bool NAMED>
+__device__ __forceinline__ void sp_sync() {
+    if (NAMED)
+        asm volatile("bar.sync 1, %0;" ::"n"(SP_THREADS) : "memory");
+    else
+        __syncthreads();
+}
+
+// Stages the phase's x (k floats) into shared memory; every (consumer) thread calls it.
+template <bool NAMED>
 __device__ __forceinline__ void sp_stage(float* xs, const Phase& p) {
     for (int i = threadIdx.x; i < p.k; i += SP_THREADS)
         xs[i] = p.glu ? sp_silu(sp_load(p.x + i)) * sp_load(p.x + p.k + i) : sp_load(p.x + i);
-    __syncthreads();
+    sp_sync<NAMED>();
 }
 
 // The GEMV items of warp `gw` of `warps`, the first item's first round already in `first`:
@@ -115,24 +127,47 @@ __device__ __forceinline__ void sp_gemv(const Phase& p, const float* xs, const L
     }
 }
 
-// y = x / rms(x) by the calling block.
-__device__ __forceinline__ void sp_tiny(const Phase& p) {
+// SP_ATTN_NS: nanoseconds the attention stand-in (a tiny phase of kind 2) spends after its
+// work, so a run can give it the latency of a real decode attention (0: none).
+#ifndef SP_ATTN_NS
+#define SP_ATTN_NS 0
+#endif
+
+__device__ __forceinline__ unsigned long long sp_now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// y = x / rms(x) (n values) by the calling block's (consumer) threads; y may be shared memory.
+// A stand-in for the attention (`attention`) then waits SP_ATTN_NS.
+template <bool NAMED>
+__device__ __forceinline__ void sp_norm(const float* x, float* y, int n, bool attention) {
     __shared__ float part[SP_WARPS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float s = 0.0f;
-    for (int i = threadIdx.x; i < p.n; i += SP_THREADS) {
-        float v = sp_load(p.x + i);
+    for (int i = threadIdx.x; i < n; i += SP_THREADS) {
+        float v = sp_load(x + i);
         s += v * v;
     }
     s = warp_sum(s);
     if (lane == 0) part[warp] = s;
-    __syncthreads();
+    sp_sync<NAMED>();
     float total = 0.0f;
 #pragma unroll
     for (int w = 0; w < SP_WARPS; w++) total += part[w];
-    float scale = rsqrtf(total / (float)p.n + 1e-6f);
-    for (int i = threadIdx.x; i < p.n; i += SP_THREADS) p.y[i] = sp_load(p.x + i) * scale;
-    __syncthreads();
+    float scale = rsqrtf(total / (float)n + 1e-6f);
+    for (int i = threadIdx.x; i < n; i += SP_THREADS) y[i] = sp_load(x + i) * scale;
+    if (SP_ATTN_NS > 0 && attention && threadIdx.x == 0) {
+        unsigned long long until = sp_now_ns() + SP_ATTN_NS;
+        while (sp_now_ns() < until) {
+        }
+    }
+    sp_sync<NAMED>();
+}
+
+__device__ __forceinline__ void sp_tiny(const Phase& p) {
+    sp_norm<false>(p.x, p.y, (int)p.n, p.kind == 2);
 }
 
 // One phase as its own launch (grid: one item per warp for a GEMV, one block for a tiny one).
@@ -146,7 +181,7 @@ extern "C" __global__ void __launch_bounds__(SP_THREADS)
         Loads first;
         sp_issue(first, p, gw, 0, lane);
         pdl_wait();
-        sp_stage(xs, p);
+        sp_stage<false>(xs, p);
         sp_gemv(p, xs, first, gw, gridDim.x * SP_WARPS, lane);
     } else {
         pdl_wait();
@@ -194,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(SP_THREADS)
         if (i > 0) sp_grid_barrier(barrier, (unsigned)i);
         if (p.kind == 0) {
             if (!early) sp_issue(first, p, gw, 0, lane);
-            sp_stage(xs, p);
+            sp_stage<false>(xs, p);
             sp_gemv(p, xs, first, gw, warps, lane);
             __syncthreads();  // xs is restaged by the next GEMV phase
         } else if (blockIdx.x == 0) {

@@ -15,8 +15,11 @@ use std::sync::Arc;
 /// The prototype's source (compiled with the prelude like every kernel family; CI compiles it).
 pub const STEP_PROTO: Source = Source {
     family: "step_proto",
-    code: include_str!("../../benches/step_proto.cu"),
-    symbols: &["step_phase", "step_persistent", "fill_f16"],
+    code: concat!(
+        include_str!("../../benches/step_proto.cu"),
+        include_str!("../../benches/step_stream.cu")
+    ),
+    symbols: &["step_phase", "step_persistent", "step_stream", "fill_f16"],
 };
 
 /// Threads and warps of a prototype block, and columns per warp item (`SP_*`).
@@ -41,11 +44,21 @@ pub fn step_shape(model: &str) -> Option<(usize, usize, usize, usize)> {
     Some((cases[0].k, cases[0].n, cases[3].k, layers))
 }
 
+/// What a phase does (`Phase::kind` in the prototype).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseKind {
+    /// A GEMV, weights `[n, k]` at `w`.
+    Gemv = 0,
+    /// A one-block RMS norm over `n` values.
+    Norm = 1,
+    /// The attention's stand-in: a norm, then `SP_ATTN_NS` of waiting.
+    Attention = 2,
+}
+
 /// One phase as the kernels read it (`struct Phase`: seven 64-bit words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Phase {
-    /// A GEMV (weights `[n, k]` at `w`), or a tiny one-block phase over `n` values.
-    pub gemv: bool,
+    pub kind: PhaseKind,
     pub n: usize,
     pub k: usize,
     /// x is silu(a) * b of a 2k-wide input.
@@ -60,7 +73,7 @@ impl Phase {
         let flag = |b: bool| u64::from(b);
         let (n, k) = (self.n as u64, self.k as u64);
         [
-            flag(!self.gemv),
+            self.kind as u64,
             n,
             k,
             flag(self.glu),
@@ -86,8 +99,8 @@ pub struct Rows {
 
 /// The seven phases of one layer over weights (qkv, o, gate/up, down) and the rows.
 pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: Rows) -> [Phase; 7] {
-    let tiny = |x, y| Phase {
-        gemv: false,
+    let tiny = |kind, x, y| Phase {
+        kind,
         n: hidden,
         k: 0,
         glu: false,
@@ -96,7 +109,7 @@ pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: R
         y,
     };
     let gemv = |w, n, k, glu, x, y| Phase {
-        gemv: true,
+        kind: PhaseKind::Gemv,
         n,
         k,
         glu,
@@ -105,11 +118,11 @@ pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: R
         y,
     };
     [
-        tiny(r.a, r.b),
+        tiny(PhaseKind::Norm, r.a, r.b),
         gemv(w[0], qkv, hidden, false, r.b, r.q),
-        tiny(r.q, r.t),
+        tiny(PhaseKind::Attention, r.q, r.t),
         gemv(w[1], hidden, hidden, false, r.t, r.a2),
-        tiny(r.a2, r.b2),
+        tiny(PhaseKind::Norm, r.a2, r.b2),
         gemv(w[2], 2 * mlp, hidden, false, r.b2, r.g),
         gemv(w[3], hidden, mlp, true, r.g, r.a),
     ]
@@ -118,7 +131,7 @@ pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: R
 /// Blocks of one phase's own launch: one item of [`COLS`] columns per warp, or one block (with
 /// `SP_COLS` set otherwise by a define, warps loop over the items: the same results).
 pub fn phase_blocks(p: &Phase) -> usize {
-    if p.gemv {
+    if p.kind == PhaseKind::Gemv {
         p.n.div_ceil(COLS).div_ceil(WARPS)
     } else {
         1
@@ -146,7 +159,12 @@ pub struct StepTiming {
 struct Proto {
     phase: CudaFunction,
     persistent: CudaFunction,
+    stream: CudaFunction,
     fill: CudaFunction,
+    /// Dynamic shared memory a `step_stream` block may use (None: the driver allows no more
+    /// than the default), and whether the device has bulk copies (sm_90 and later).
+    stream_dynamic: Option<usize>,
+    bulk_copies: bool,
     /// Dynamic shared memory a block may use (x of the widest GEMV must fit).
     dynamic_max: usize,
     sms: usize,
@@ -160,14 +178,16 @@ fn load(device: &Device) -> Result<Proto, Error> {
         .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
         .map_err(cuda("module load"))?;
     let get = |name| module.load_function(name).map_err(cuda("function lookup"));
-    let (phase, persistent, fill) = (
+    let (phase, persistent, stream, fill) = (
         get("step_phase")?,
         get("step_persistent")?,
+        get("step_stream")?,
         get("fill_f16")?,
     );
     let floor = 48 * 1024 - 64;
     let a = opt_in_shared(&device.ctx, &phase, 64, floor).unwrap_or(floor);
     let b = opt_in_shared(&device.ctx, &persistent, 64, floor).unwrap_or(floor);
+    let stream_dynamic = opt_in_shared(&device.ctx, &stream, 256, floor);
     let sms = device
         .ctx
         .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -175,7 +195,10 @@ fn load(device: &Device) -> Result<Proto, Error> {
     Ok(Proto {
         phase,
         persistent,
+        stream,
         fill,
+        stream_dynamic,
+        bulk_copies: device.major >= 9,
         dynamic_max: a.min(b),
         sms,
     })
@@ -193,6 +216,8 @@ struct Step {
     phases: Vec<Phase>,
     table: DevBuf<u64>,
     barrier: DevBuf<u32>,
+    /// `step_stream`'s counters: blocks done with each phase.
+    counters: DevBuf<u32>,
 }
 
 impl Step {
@@ -255,6 +280,7 @@ impl Step {
             start: DevBuf::from_host(stream, &start)?,
             table: DevBuf::from_host(stream, &words)?,
             barrier: DevBuf::<u32>::zeros(stream, 1)?,
+            counters: DevBuf::<u32>::zeros(stream, phases.len())?,
             phases,
         })
     }
@@ -303,6 +329,52 @@ impl Step {
         }
     }
 
+    /// Every phase in one cooperative launch of `step_stream`, one block an SM, its weights
+    /// streamed into a ring of shared-memory slots ahead of the chain (`fold`: every block
+    /// computes the norms itself; `evict`: the weight copies are L2 evict-first).
+    fn streamed(
+        &self,
+        stream: &Arc<CudaStream>,
+        proto: &Proto,
+        fold: bool,
+        evict: bool,
+    ) -> Result<(), Error> {
+        let (hidden, _, mlp, _) = self.shape;
+        let xmax = mlp.max(hidden);
+        let dynamic = proto.stream_dynamic.unwrap_or(0);
+        let slots = ring_slots(dynamic, xmax)
+            .filter(|_| proto.bulk_copies)
+            .ok_or_else(|| {
+                crate::error::invalid(
+                    "step_stream",
+                    format!("needs sm_90 and two 16 KiB slots beside x of {xmax} floats"),
+                )
+            })?;
+        zero_words(stream, self.counters.ptr, self.phases.len())?;
+        let count = self.phases.len() as i32;
+        let (slots_i, xmax_i) = (slots as i32, xmax as i32);
+        let (fold, evict) = (i32::from(fold), i32::from(evict));
+        let mut params = [
+            param(&self.table.ptr),
+            param(&count),
+            param(&self.counters.ptr),
+            param(&slots_i),
+            param(&xmax_i),
+            param(&fold),
+            param(&evict),
+        ];
+        let cfg = LaunchConfig {
+            grid_dim: (proto.sms as u32, 1, 1),
+            block_dim: (THREADS + 32, 1, 1),
+            shared_mem_bytes: ring_bytes(slots, xmax) as u32,
+        };
+        // SAFETY: the parameters match `step_stream`; one block an SM, all resident at once (a
+        // cooperative launch, refused otherwise), so no counter waits for a block that never
+        // starts; the dynamic shared memory is the layout the kernel computes from (slots,
+        // xmax) and within the opt-in; the counters buffer has a word per phase, zeroed above.
+        unsafe { cooperative(stream, &proto.stream, cfg, &mut params) }
+    }
+
     /// Times `enqueue` after a restart of the residual row: (median, min) µs per step, and the
     /// residual row it leaves.
     fn time(
@@ -344,16 +416,35 @@ pub fn time_steps(
                 variants.push((name, Some((proto.sms * per_sm, early))));
             }
         }
+        let variants = variants
+            .into_iter()
+            .map(|(name, p)| (name, p.map(Way::Persistent)));
+        let streamed =
+            [(false, false), (false, true), (true, false), (true, true)].map(|(f, e)| {
+                let name = format!(
+                    "stream{}{}",
+                    if f { "-fold" } else { "" },
+                    if e { "-evict" } else { "" }
+                );
+                (name, Some(Way::Stream(f, e)))
+            });
         let mut reference: Option<Vec<u32>> = None;
-        for (variant, persistent) in variants {
-            let enqueue = || match persistent {
+        for (variant, way) in variants.chain(streamed) {
+            let enqueue = || match way {
                 None => step.launches(&stream, &proto),
-                Some((blocks, early)) => step.persistent(&stream, &proto, blocks, early),
+                Some(Way::Persistent((blocks, early))) => {
+                    step.persistent(&stream, &proto, blocks, early)
+                }
+                Some(Way::Stream(fold, evict)) => step.streamed(&stream, &proto, fold, evict),
             };
             let mut t = StepTiming {
                 model: model.clone(),
                 variant,
-                blocks: persistent.map_or(0, |(blocks, _)| blocks),
+                blocks: match way {
+                    None => 0,
+                    Some(Way::Persistent((blocks, _))) => blocks,
+                    Some(Way::Stream(..)) => proto.sms,
+                },
                 layers,
                 us_per_layer_median: f64::NAN,
                 us_per_layer_min: f64::NAN,
@@ -375,6 +466,32 @@ pub fn time_steps(
         }
     }
     Ok(out)
+}
+
+/// A way of running the step other than one launch per phase.
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    /// `step_persistent` with (blocks, early).
+    Persistent((usize, bool)),
+    /// `step_stream` with (fold, evict).
+    Stream(bool, bool),
+}
+
+/// Bytes of one `step_stream` ring slot (`SS_SLOT_HALVES` halves) and of its two mbarriers.
+const SLOT_BYTES: usize = 16 * 1024;
+const SLOT_BARRIERS: usize = 16;
+
+/// `step_stream`'s dynamic shared memory: the slots, x (rounded to an even count of floats, so
+/// the barriers after it are 8-byte aligned), the barriers.
+fn ring_bytes(slots: usize, xmax: usize) -> usize {
+    slots * (SLOT_BYTES + SLOT_BARRIERS) + xmax.next_multiple_of(2) * 4
+}
+
+/// The most ring slots (at most 32) that fit `dynamic` bytes beside x of `xmax` floats, or None
+/// below two.
+fn ring_slots(dynamic: usize, xmax: usize) -> Option<usize> {
+    let left = dynamic.checked_sub(ring_bytes(0, xmax))?;
+    Some((left / (SLOT_BYTES + SLOT_BARRIERS)).min(32)).filter(|&s| s >= 2)
 }
 
 fn config(blocks: usize, shared: u32) -> LaunchConfig {
@@ -405,8 +522,12 @@ fn copy(stream: &Arc<CudaStream>, from: u64, to: u64, bytes: usize) -> Result<()
 }
 
 fn zero(stream: &Arc<CudaStream>, at: u64) -> Result<(), Error> {
-    // SAFETY: `at` is a live device buffer of at least one u32.
-    unsafe { sys::cuMemsetD32Async(at, 0, 1, stream.cu_stream()) }
+    zero_words(stream, at, 1)
+}
+
+fn zero_words(stream: &Arc<CudaStream>, at: u64, words: usize) -> Result<(), Error> {
+    // SAFETY: `at` is a live device buffer of at least `words` u32 words.
+    unsafe { sys::cuMemsetD32Async(at, 0, words, stream.cu_stream()) }
         .result()
         .map_err(cuda("memset"))
 }
@@ -454,13 +575,32 @@ mod tests {
             assert_eq!(pair[1].x, pair[0].y);
         }
         assert_eq!(p[6].y, p[0].x);
-        assert_eq!(p.iter().filter(|p| p.gemv).count(), 4);
+        assert_eq!(p.iter().filter(|p| p.kind == PhaseKind::Gemv).count(), 4);
         assert_eq!(p[6].words(), [0, 896, 4864, 1, 13, 7, 1]);
         assert_eq!(p[0].words()[0], 1);
+        assert_eq!(p[2].words()[0], 2);
         // One item of 4 columns per warp, 8 warps a block.
         assert_eq!(phase_blocks(&p[1]), 36);
         assert_eq!(phase_blocks(&p[5]), 304);
         assert_eq!(phase_blocks(&p[0]), 1);
+    }
+
+    #[test]
+    fn ring_slots_fit_beside_x() {
+        // The H200's 227 KiB opt-in less 64 bytes: 1.5B's x (8,960 floats) leaves 11 slots,
+        // 8B's (14,336) 10, 0.5B's (4,864) 12.
+        let dynamic = 227 * 1024 - 64;
+        assert_eq!(ring_slots(dynamic, 8960), Some(11));
+        assert_eq!(ring_slots(dynamic, 14_336), Some(10));
+        assert_eq!(ring_slots(dynamic, 4864), Some(12));
+        for x in [8960, 14_336, 4864, 63] {
+            let s = ring_slots(dynamic, x).expect("slots");
+            assert!(ring_bytes(s, x) <= dynamic && ring_bytes(s + 1, x) > dynamic);
+        }
+        // At most 32; none below two; none when x alone does not fit.
+        assert_eq!(ring_slots(1 << 30, 64), Some(32));
+        assert_eq!(ring_slots(48 * 1024, 8960), None);
+        assert_eq!(ring_slots(1000, 8960), None);
     }
 
     #[test]
@@ -469,6 +609,7 @@ mod tests {
             ("SP_THREADS", THREADS as usize),
             ("SP_WARPS", WARPS),
             ("SP_COLS", COLS),
+            ("SS_SLOT_HALVES", SLOT_BYTES / 2),
         ] {
             assert!(
                 STEP_PROTO

@@ -1,0 +1,228 @@
+// Timing prototype, appended to step_proto.cu (whose Phase table, phase bodies and helpers it
+// uses): the same layer chain as one persistent launch whose weight stream never waits for the
+// chain. Each block (one an SM, SS_THREADS threads) owns a contiguous share of every GEMV's
+// rows; its producer warp copies that share, phase after phase and layer after layer, into a
+// ring of shared-memory slots with bulk copies (cp.async.bulk, completion on an mbarrier), as
+// far ahead as the ring allows. Weights are never written, so nothing orders those copies after
+// the chain: while the consumers wait for a phase's input (a counter every block bumps when its
+// share of a phase is written) or for a tiny phase, the ring keeps filling from DRAM.
+//
+// The consumer warps (the first SP_THREADS threads) run the chain: per GEMV phase they wait for
+// the counter of the phase before, stage x (sp_stage, or with `fold` the norm of the phase
+// before computed by every block from its input: sp_norm), then multiply the slots. A warp takes
+// a group of rows of its block's share (groups round-robin over the warps) and walks its column
+// chunks in order; a lane's 16-byte units of a row are lane, lane + 32, ... as in sp_consume, so
+// every output has the one-launch-per-phase kernel's bits. Tiny phases run on block 0.
+
+#define SS_THREADS (SP_THREADS + 32)
+// Halves of a ring slot (16 KB), of a row's chunk (a multiple of 256, so a lane's units keep
+// their order across chunks) and rows a slot holds at most.
+#define SS_SLOT_HALVES 8192
+#define SS_CMAX 4096
+#define SS_RMAX 16
+
+// The block's share of a GEMV phase: rows [r0, r0 + rows); slots of R rows by C columns; a row
+// in `chunks` column chunks, the groups' chunks in order.
+struct SsShare {
+    int r0, rows, R, C, chunks, groups;
+};
+
+__device__ __forceinline__ SsShare ss_share(const Phase& p) {
+    SsShare s;
+    long long g = gridDim.x, b = blockIdx.x;
+    s.r0 = (int)(p.n * b / g);
+    s.rows = (int)(p.n * (b + 1) / g) - s.r0;
+    s.C = p.k < SS_CMAX ? (int)p.k : SS_CMAX;
+    s.chunks = (int)((p.k + s.C - 1) / s.C);
+    s.R = SS_SLOT_HALVES / s.C;
+    s.R = s.R < 1 ? 1 : (s.R > SS_RMAX ? SS_RMAX : s.R);
+    s.groups = (s.rows + s.R - 1) / s.R;
+    return s;
+}
+
+__device__ __forceinline__ void ss_init(unsigned long long* bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
+                 : "memory");
+}
+
+__device__ __forceinline__ void ss_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+__device__ __forceinline__ void ss_expect(unsigned long long* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+// Waits until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
+    u32 done;
+    do {
+        asm volatile(
+            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+            "selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(smem_u32(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) global -> shared, counted on `bar`.
+__device__ __forceinline__ void ss_bulk(void* dst, const void* src, u32 bytes,
+                                        unsigned long long* bar, bool evict) {
+#if __CUDA_ARCH__ >= 900
+    if (evict) {
+        unsigned long long pol;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+            "[%0], [%1], %2, [%3], %4;" ::"r"(smem_u32(dst)),
+            "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(pol)
+            : "memory");
+    } else {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+            "[%3];" ::"r"(smem_u32(dst)),
+            "l"(src), "r"(bytes), "r"(smem_u32(bar))
+            : "memory");
+    }
+#else
+    __trap();  // the host runs this kernel on sm_90 and later only
+#endif
+}
+
+__device__ __forceinline__ u32 ss_acquire(const unsigned* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Consumer thread 0 waits until `count` blocks have finished phase `dep`, then the consumers
+// pass a barrier (so every consumer's reads of its output come after the acquire).
+__device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 count) {
+    if (dep >= 0 && threadIdx.x == 0)
+        while (ss_acquire(counters + dep) < count) {
+        }
+    sp_sync<true>();
+}
+
+// After a barrier that orders every consumer's writes of phase i, publishes them.
+__device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
+    sp_sync<true>();
+    if (threadIdx.x == 0)
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i) : "memory");
+}
+
+// The producer (one lane): every GEMV phase's share, slot after slot.
+__device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
+                           unsigned long long* full, unsigned long long* empty, bool evict) {
+    long long stage = 0;
+    for (int i = 0; i < count; i++) {
+        Phase p = phases[i];
+        if (p.kind != 0) continue;
+        SsShare s = ss_share(p);
+        for (int g = 0; g < s.groups; g++) {
+            int rows = min(s.R, s.rows - g * s.R);
+            for (int c = 0; c < s.chunks; c++, stage++) {
+                int slot = (int)(stage % slots);
+                if (stage >= slots) ss_wait(empty + slot, (u32)((stage / slots + 1) & 1));
+                int c0 = c * s.C, cs = min(s.C, (int)p.k - c0);
+                ss_expect(full + slot, (u32)(rows * cs * 2));
+                char* dst = ring + (size_t)slot * SS_SLOT_HALVES * 2;
+                for (int r = 0; r < rows; r++)
+                    ss_bulk(dst + (size_t)r * cs * 2, p.w + (size_t)(s.r0 + g * s.R + r) * p.k + c0,
+                            (u32)(cs * 2), full + slot, evict);
+            }
+        }
+    }
+}
+
+// One consumer warp's groups of a GEMV phase whose x is staged in xs; `stage` is the block's
+// first slot number of this phase.
+__device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, const char* ring,
+                           int slots, unsigned long long* full, unsigned long long* empty,
+                           long long stage, int warp, int lane) {
+    for (int g = warp; g < s.groups; g += SP_WARPS) {
+        int rows = min(s.R, s.rows - g * s.R);
+        float acc[SS_RMAX];
+#pragma unroll
+        for (int r = 0; r < SS_RMAX; r++) acc[r] = 0.0f;
+        for (int c = 0; c < s.chunks; c++) {
+            long long at = stage + (long long)g * s.chunks + c;
+            int slot = (int)(at % slots);
+            ss_wait(full + slot, (u32)((at / slots) & 1));
+            int c0 = c * s.C, units = (min(s.C, (int)p.k - c0)) / 8;
+            const uint4* tile = (const uint4*)(ring + (size_t)slot * SS_SLOT_HALVES * 2);
+            for (int u = lane; u < units; u += 32) {
+                const float* xv = xs + c0 + u * 8;
+#pragma unroll
+                for (int r = 0; r < SS_RMAX; r++) {
+                    if (r >= rows) break;
+                    uint4 v = tile[r * units + u];
+                    const u32 h[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        acc[r] += f16_to_f32((u16)(h[e] & 0xffff)) * xv[2 * e];
+                        acc[r] += f16_to_f32((u16)(h[e] >> 16)) * xv[2 * e + 1];
+                    }
+                }
+            }
+            __syncwarp();
+            if (lane == 0) ss_arrive(empty + slot);
+        }
+#pragma unroll
+        for (int r = 0; r < SS_RMAX; r++) {
+            if (r >= rows) break;
+            float sum = warp_sum(acc[r]);
+            if (lane == 0) p.y[s.r0 + g * s.R + r] = sum;
+        }
+    }
+}
+
+// The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
+// memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax floats), then 2 * slots
+// mbarriers. counters[i] (zeroed before the launch) counts the blocks done with phase i.
+// fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
+extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
+    step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
+                int xmax, int fold, int evict) {
+    extern __shared__ __align__(128) char ring[];
+    float* xs = (float*)(ring + (size_t)slots * SS_SLOT_HALVES * 2);
+    unsigned long long* full = (unsigned long long*)(xs + ((xmax + 1) & ~1));
+    unsigned long long* empty = full + slots;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == 0)
+        for (int i = 0; i < slots; i++) {
+            ss_init(full + i, 1);
+            ss_init(empty + i, 1);
+        }
+    __syncthreads();
+    if (warp == SP_WARPS) {
+        if (lane == 0) ss_produce(phases, count, ring, slots, full, empty, evict != 0);
+        return;
+    }
+    long long stage = 0;
+    u32 blocks = gridDim.x;
+    for (int i = 0; i < count; i++) {
+        Phase p = phases[i];
+        if (p.kind == 0) {
+            bool folded = fold && i > 0 && phases[i - 1].kind == 1;
+            int dep = folded ? i - 2 : i - 1;
+            u32 need = dep >= 0 && phases[dep].kind != 0 ? 1 : blocks;
+            SsShare s = ss_share(p);
+            ss_await(counters, dep, need);
+            if (folded)
+                sp_norm<true>(phases[i - 1].x, xs, (int)phases[i - 1].n, false);
+            else
+                sp_stage<true>(xs, p);
+            ss_consume(p, s, xs, ring, slots, full, empty, stage, warp, lane);
+            stage += (long long)s.groups * s.chunks;
+            ss_publish(counters, i);
+        } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
+            ss_await(counters, i - 1, i > 0 && phases[i - 1].kind != 0 ? 1 : blocks);
+            sp_norm<true>(p.x, p.y, (int)p.n, p.kind == 2);
+            ss_publish(counters, i);
+        }
+    }
+}

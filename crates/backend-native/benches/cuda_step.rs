@@ -38,27 +38,25 @@ fn main() -> ExitCode {
         eprintln!("NOT RUN: cuda_step: no usable CUDA device: {why}");
         return ExitCode::FAILURE;
     }
-    match time_steps(0, &models, reps) {
-        Ok(timings) => {
-            for t in timings {
-                println!(
-                    "{{\"model\":\"{}\",\"variant\":\"{}\",\"blocks\":{},\"layers\":{},\"us_per_layer_median\":{:.3},\"us_per_layer_min\":{:.3},\"weight_gbs\":{:.1},\"same_bits\":{},\"error\":{}}}",
-                    t.model,
-                    t.variant,
-                    t.blocks,
-                    t.layers,
-                    t.us_per_layer_median,
-                    t.us_per_layer_min,
-                    t.weight_gbs,
-                    t.same_bits,
-                    t.error.map_or("null".into(), |e| format!(
-                        "\"{}\"",
-                        e.replace(['"', '\\', '\n'], " ")
-                    ))
-                );
-            }
-            ExitCode::SUCCESS
-        }
+    let mut print = |t: &genai_backend_native::cuda::step_timing::StepTiming| {
+        println!(
+            "{{\"model\":\"{}\",\"variant\":\"{}\",\"blocks\":{},\"layers\":{},\"us_per_layer_median\":{:.3},\"us_per_layer_min\":{:.3},\"weight_gbs\":{:.1},\"same_bits\":{},\"error\":{}}}",
+            t.model,
+            t.variant,
+            t.blocks,
+            t.layers,
+            t.us_per_layer_median,
+            t.us_per_layer_min,
+            t.weight_gbs,
+            t.same_bits,
+            t.error.as_ref().map_or("null".into(), |e| format!(
+                "\"{}\"",
+                e.replace(['"', '\\', '\n'], " ")
+            ))
+        );
+    };
+    match time_steps(0, &models, reps, &mut print) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cuda_step failed: {e}");
             ExitCode::FAILURE

@@ -55,10 +55,23 @@ __device__ __forceinline__ void ss_expect(unsigned long long* bar, u32 bytes) {
                  : "memory");
 }
 
-// Waits until the barrier's phase of this parity has completed.
+// A prototype must not hang its machine: a wait still spinning 2 s after it began traps (the
+// launch then fails with an error the host reports).
+__device__ __forceinline__ void ss_deadline(unsigned long long& until) {
+    unsigned long long now = sp_now_ns();
+    if (until == 0)
+        until = now + 2000000000ull;
+    else if (now > until)
+        __trap();
+}
+
+// Waits until the barrier's phase of this parity has completed. A parity names a phase only
+// while the barrier is at most one phase behind the waiter: the callers make sure of that.
 __device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
     u32 done;
+    unsigned long long until = 0;
     do {
+        ss_deadline(until);
         asm volatile(
             "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
             "selp.u32 %0, 1, 0, p; }"
@@ -101,9 +114,9 @@ __device__ __forceinline__ u32 ss_acquire(const unsigned* p) {
 // Consumer thread 0 waits until `count` blocks have finished phase `dep`, then the consumers
 // pass a barrier (so every consumer's reads of its output come after the acquire).
 __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 count) {
+    unsigned long long until = 0;
     if (dep >= 0 && threadIdx.x == 0)
-        while (ss_acquire(counters + dep) < count) {
-        }
+        while (ss_acquire(counters + dep) < count) ss_deadline(until);
     sp_sync<true>();
 }
 
@@ -138,10 +151,20 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
     }
 }
 
+// The ring: `slots` slots, their full and empty barriers, and per slot the uses consumed so far.
+// Warps take groups round-robin, so a warp may reach a slot's next use before another warp has
+// consumed its present one; it first waits for that (`consumed`), so the full barrier is never
+// two phases behind it (where its parity would name the wrong phase).
+struct SsRing {
+    const char* slots_at;
+    int slots;
+    unsigned long long *full, *empty;
+    volatile u32* consumed;
+};
+
 // One consumer warp's groups of a GEMV phase whose x is staged in xs; `stage` is the block's
 // first slot number of this phase.
-__device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, const char* ring,
-                           int slots, unsigned long long* full, unsigned long long* empty,
+__device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, const SsRing& q,
                            long long stage, int warp, int lane) {
     for (int g = warp; g < s.groups; g += SP_WARPS) {
         int rows = min(s.R, s.rows - g * s.R);
@@ -150,10 +173,16 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
         for (int r = 0; r < SS_RMAX; r++) acc[r] = 0.0f;
         for (int c = 0; c < s.chunks; c++) {
             long long at = stage + (long long)g * s.chunks + c;
-            int slot = (int)(at % slots);
-            ss_wait(full + slot, (u32)((at / slots) & 1));
+            int slot = (int)(at % q.slots);
+            u32 use = (u32)(at / q.slots);
+            if (lane == 0) {
+                unsigned long long until = 0;
+                while (q.consumed[slot] < use) ss_deadline(until);
+            }
+            __syncwarp();
+            ss_wait(q.full + slot, use & 1);
             int c0 = c * s.C, units = (min(s.C, (int)p.k - c0)) / 8;
-            const uint4* tile = (const uint4*)(ring + (size_t)slot * SS_SLOT_HALVES * 2);
+            const uint4* tile = (const uint4*)(q.slots_at + (size_t)slot * SS_SLOT_HALVES * 2);
             for (int u = lane; u < units; u += 32) {
                 const float* xv = xs + c0 + u * 8;
 #pragma unroll
@@ -169,7 +198,10 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
                 }
             }
             __syncwarp();
-            if (lane == 0) ss_arrive(empty + slot);
+            if (lane == 0) {
+                q.consumed[slot] = use + 1;
+                ss_arrive(q.empty + slot);
+            }
         }
 #pragma unroll
         for (int r = 0; r < SS_RMAX; r++) {
@@ -182,7 +214,7 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
 
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
 // memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax floats), then 2 * slots
-// mbarriers. counters[i] (zeroed before the launch) counts the blocks done with phase i.
+// mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
@@ -191,11 +223,13 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     float* xs = (float*)(ring + (size_t)slots * SS_SLOT_HALVES * 2);
     unsigned long long* full = (unsigned long long*)(xs + ((xmax + 1) & ~1));
     unsigned long long* empty = full + slots;
+    SsRing q = {ring, slots, full, empty, (volatile u32*)(empty + slots)};
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0)
         for (int i = 0; i < slots; i++) {
             ss_init(full + i, 1);
             ss_init(empty + i, 1);
+            q.consumed[i] = 0;
         }
     __syncthreads();
     if (warp == SP_WARPS) {
@@ -216,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
                 sp_norm<true>(phases[i - 1].x, xs, (int)phases[i - 1].n, false);
             else
                 sp_stage<true>(xs, p);
-            ss_consume(p, s, xs, ring, slots, full, empty, stage, warp, lane);
+            ss_consume(p, s, xs, q, stage, warp, lane);
             stage += (long long)s.groups * s.chunks;
             ss_publish(counters, i);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {

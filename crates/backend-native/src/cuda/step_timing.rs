@@ -185,8 +185,8 @@ fn load(device: &Device) -> Result<Proto, Error> {
         get("fill_f16")?,
     );
     let floor = 48 * 1024 - 64;
-    let a = opt_in_shared(&device.ctx, &phase, 64, floor).unwrap_or(floor);
-    let b = opt_in_shared(&device.ctx, &persistent, 64, floor).unwrap_or(floor);
+    let a = opt_in_shared(&device.ctx, &phase, 256, floor).unwrap_or(floor);
+    let b = opt_in_shared(&device.ctx, &persistent, 256, floor).unwrap_or(floor);
     let stream_dynamic = opt_in_shared(&device.ctx, &stream, 256, floor);
     let sms = device
         .ctx
@@ -396,16 +396,17 @@ impl Step {
 
 /// Times `models` (see [`step_shape`]) on device `ordinal`: launches, then persistent with 1 and
 /// 2 blocks per SM, with and without `early`; `reps` timed replays each. A variant that cannot
-/// run (a cooperative grid that does not fit) is reported with its error.
+/// run (a cooperative grid that does not fit) is reported with its error. Each timing goes to
+/// `report` as soon as it is measured (a variant that hangs leaves the ones before it).
 pub fn time_steps(
     ordinal: usize,
     models: &[String],
     reps: usize,
-) -> Result<Vec<StepTiming>, Error> {
+    report: &mut dyn FnMut(&StepTiming),
+) -> Result<(), Error> {
     let device = Device::open(ordinal)?;
     let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
     let proto = load(&device)?;
-    let mut out = Vec::new();
     for model in models {
         let step = Step::new(&stream, &proto, model)?;
         let layers = step.shape.3;
@@ -462,10 +463,10 @@ pub fn time_steps(
                 }
                 Err(e) => t.error = Some(e.to_string()),
             }
-            out.push(t);
+            report(&t);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A way of running the step other than one launch per phase.
@@ -477,9 +478,10 @@ enum Way {
     Stream(bool, bool),
 }
 
-/// Bytes of one `step_stream` ring slot (`SS_SLOT_HALVES` halves) and of its two mbarriers.
+/// Bytes of one `step_stream` ring slot (`SS_SLOT_HALVES` halves), and of its two mbarriers
+/// and its count of uses consumed.
 const SLOT_BYTES: usize = 16 * 1024;
-const SLOT_BARRIERS: usize = 16;
+const SLOT_BARRIERS: usize = 20;
 
 /// `step_stream`'s dynamic shared memory: the slots, x (rounded to an even count of floats, so
 /// the barriers after it are 8-byte aligned), the barriers.

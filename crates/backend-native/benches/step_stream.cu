@@ -128,8 +128,15 @@ __device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
 }
 
 // The producer (one lane): every GEMV phase's share, slot after slot.
+// SS_NO_COPY (a `diag` bit): the producer arrives on each slot without copying (the consumers
+// multiply whatever the slot holds), so a run times the chain and the products alone.
+#define SS_NO_COMPUTE 1
+#define SS_NO_COPY 2
+#define SS_NO_WAIT 4
+
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
-                           unsigned long long* full, unsigned long long* empty, bool evict) {
+                           unsigned long long* full, unsigned long long* empty, bool evict,
+                           int diag) {
     long long stage = 0;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
@@ -141,6 +148,10 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
                 int slot = (int)(stage % slots);
                 if (stage >= slots) ss_wait(empty + slot, (u32)((stage / slots + 1) & 1));
                 int c0 = c * s.C, cs = min(s.C, (int)p.k - c0);
+                if (diag & SS_NO_COPY) {
+                    ss_arrive(full + slot);
+                    continue;
+                }
                 ss_expect(full + slot, (u32)(rows * cs * 2));
                 char* dst = ring + (size_t)slot * SS_SLOT_HALVES * 2;
                 for (int r = 0; r < rows; r++)
@@ -164,8 +175,9 @@ struct SsRing {
 
 // One consumer warp's groups of a GEMV phase whose x is staged in xs; `stage` is the block's
 // first slot number of this phase.
+// SS_NO_COMPUTE (a `diag` bit): the slots are waited for and released without their products.
 __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, const SsRing& q,
-                           long long stage, int warp, int lane) {
+                           long long stage, int warp, int lane, int diag) {
     for (int g = warp; g < s.groups; g += SP_WARPS) {
         int rows = min(s.R, s.rows - g * s.R);
         float acc[SS_RMAX];
@@ -183,7 +195,7 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
             ss_wait(q.full + slot, use & 1);
             int c0 = c * s.C, units = (min(s.C, (int)p.k - c0)) / 8;
             const uint4* tile = (const uint4*)(q.slots_at + (size_t)slot * SS_SLOT_HALVES * 2);
-            for (int u = lane; u < units; u += 32) {
+            for (int u = (diag & SS_NO_COMPUTE) ? units : lane; u < units; u += 32) {
                 const float* xv = xs + c0 + u * 8;
 #pragma unroll
                 for (int r = 0; r < SS_RMAX; r++) {
@@ -216,9 +228,11 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
 // memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax floats), then 2 * slots
 // mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
+// diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
+// SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int xmax, int fold, int evict) {
+                int xmax, int fold, int evict, int diag) {
     extern __shared__ __align__(128) char ring[];
     float* xs = (float*)(ring + (size_t)slots * SS_SLOT_HALVES * 2);
     unsigned long long* full = (unsigned long long*)(xs + ((xmax + 1) & ~1));
@@ -233,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         }
     __syncthreads();
     if (warp == SP_WARPS) {
-        if (lane == 0) ss_produce(phases, count, ring, slots, full, empty, evict != 0);
+        if (lane == 0) ss_produce(phases, count, ring, slots, full, empty, evict != 0, diag);
         return;
     }
     long long stage = 0;
@@ -245,12 +259,12 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             int dep = folded ? i - 2 : i - 1;
             u32 need = dep >= 0 && phases[dep].kind != 0 ? 1 : blocks;
             SsShare s = ss_share(p);
-            ss_await(counters, dep, need);
+            ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, need);
             if (folded)
                 sp_norm<true>(phases[i - 1].x, xs, (int)phases[i - 1].n, false);
             else
                 sp_stage<true>(xs, p);
-            ss_consume(p, s, xs, q, stage, warp, lane);
+            ss_consume(p, s, xs, q, stage, warp, lane, diag);
             stage += (long long)s.groups * s.chunks;
             ss_publish(counters, i);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {

@@ -338,6 +338,7 @@ impl Step {
         proto: &Proto,
         fold: bool,
         evict: bool,
+        diag: i32,
     ) -> Result<(), Error> {
         let (hidden, _, mlp, _) = self.shape;
         let xmax = mlp.max(hidden);
@@ -362,6 +363,7 @@ impl Step {
             param(&xmax_i),
             param(&fold),
             param(&evict),
+            param(&diag),
         ];
         let cfg = LaunchConfig {
             grid_dim: (proto.sms as u32, 1, 1),
@@ -427,16 +429,32 @@ pub fn time_steps(
                     if f { "-fold" } else { "" },
                     if e { "-evict" } else { "" }
                 );
-                (name, Some(Way::Stream(f, e)))
+                (name, Some(Way::Stream(f, e, 0)))
             });
+        // Diagnostics of stream-fold-evict (`diag` bits of step_stream.cu): no products, no
+        // copies, no waits for the chain; neither products nor waits (the weight stream alone).
+        let diagnostics = [
+            ("nocompute", 1),
+            ("nocopy", 2),
+            ("nowait", 4),
+            ("stream-only", 5),
+        ]
+        .map(|(name, d)| {
+            (
+                format!("stream-diag-{name}"),
+                Some(Way::Stream(true, true, d)),
+            )
+        });
         let mut reference: Option<Vec<u32>> = None;
-        for (variant, way) in variants.chain(streamed) {
+        for (variant, way) in variants.chain(streamed).chain(diagnostics) {
             let enqueue = || match way {
                 None => step.launches(&stream, &proto),
                 Some(Way::Persistent((blocks, early))) => {
                     step.persistent(&stream, &proto, blocks, early)
                 }
-                Some(Way::Stream(fold, evict)) => step.streamed(&stream, &proto, fold, evict),
+                Some(Way::Stream(fold, evict, diag)) => {
+                    step.streamed(&stream, &proto, fold, evict, diag)
+                }
             };
             let mut t = StepTiming {
                 model: model.clone(),
@@ -474,8 +492,8 @@ pub fn time_steps(
 enum Way {
     /// `step_persistent` with (blocks, early).
     Persistent((usize, bool)),
-    /// `step_stream` with (fold, evict).
-    Stream(bool, bool),
+    /// `step_stream` with (fold, evict, diag).
+    Stream(bool, bool, i32),
 }
 
 /// Bytes of one `step_stream` ring slot (`SS_SLOT_HALVES` halves), and of its two mbarriers

@@ -93,6 +93,7 @@ __device__ __forceinline__ void sp_sync() {
 // Stages the phase's x (k floats) into shared memory; every (consumer) thread calls it.
 template <bool NAMED>
 __device__ __forceinline__ void sp_stage(float* xs, const Phase& p) {
+#pragma unroll 4
     for (int i = threadIdx.x; i < p.k; i += SP_THREADS)
         xs[i] = p.glu ? sp_silu(sp_load(p.x + i)) * sp_load(p.x + p.k + i) : sp_load(p.x + i);
     sp_sync<NAMED>();

@@ -16,13 +16,14 @@
 
 #define SS_THREADS (SP_THREADS + 32)
 // Halves of a ring slot (16 KB), of a row's chunk (a multiple of 256, so a lane's units keep
-// their order across chunks) and rows a slot holds at most.
+// their order across chunks) and rows a slot holds at most. Narrow chunks of many rows: a lane's
+// x values of a slot (read from shared memory with bank conflicts) serve SS_RMAX rows.
 #define SS_SLOT_HALVES 8192
-#define SS_CMAX 4096
+#define SS_CMAX 512
 #define SS_RMAX 16
 
-// The block's share of a GEMV phase: rows [r0, r0 + rows); slots of R rows by C columns; a row
-// in `chunks` column chunks, the groups' chunks in order.
+// The block's share of a GEMV phase: rows [r0, r0 + rows) in groups of R rows; a slot holds
+// one chunk (C columns, the last one fewer) of a group's rows.
 struct SsShare {
     int r0, rows, R, C, chunks, groups;
 };
@@ -57,7 +58,9 @@ __device__ __forceinline__ void ss_expect(unsigned long long* bar, u32 bytes) {
 
 // A prototype must not hang its machine: a wait still spinning 2 s after it began traps (the
 // launch then fails with an error the host reports).
-__device__ __forceinline__ void ss_deadline(unsigned long long& until) {
+// Called on every failed poll; reads the clock only every 256th.
+__device__ __forceinline__ void ss_deadline(unsigned long long& until, u32& polls) {
+    if ((polls++ & 255) != 0) return;
     unsigned long long now = sp_now_ns();
     if (until == 0)
         until = now + 2000000000ull;
@@ -68,17 +71,18 @@ __device__ __forceinline__ void ss_deadline(unsigned long long& until) {
 // Waits until the barrier's phase of this parity has completed. A parity names a phase only
 // while the barrier is at most one phase behind the waiter: the callers make sure of that.
 __device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
-    u32 done;
+    u32 done, polls = 0;
     unsigned long long until = 0;
-    do {
-        ss_deadline(until);
+    for (;;) {
         asm volatile(
             "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
             "selp.u32 %0, 1, 0, p; }"
             : "=r"(done)
             : "r"(smem_u32(bar)), "r"(parity)
             : "memory");
-    } while (!done);
+        if (done) return;
+        ss_deadline(until, polls);
+    }
 }
 
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) global -> shared, counted on `bar`.
@@ -115,8 +119,9 @@ __device__ __forceinline__ u32 ss_acquire(const unsigned* p) {
 // pass a barrier (so every consumer's reads of its output come after the acquire).
 __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 count) {
     unsigned long long until = 0;
+    u32 polls = 0;
     if (dep >= 0 && threadIdx.x == 0)
-        while (ss_acquire(counters + dep) < count) ss_deadline(until);
+        while (ss_acquire(counters + dep) < count) ss_deadline(until, polls);
     sp_sync<true>();
 }
 
@@ -128,8 +133,11 @@ __device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
 }
 
 // The producer (one lane): every GEMV phase's share, slot after slot.
-// SS_NO_COPY (a `diag` bit): the producer arrives on each slot without copying (the consumers
-// multiply whatever the slot holds), so a run times the chain and the products alone.
+// The producer (one lane): every GEMV phase's share, slot after slot. Groups go to the warps
+// round-robin, so a phase's slots come in waves of SP_WARPS groups, chunk-major inside a wave:
+// consecutive slots feed different warps. SS_NO_COPY (a `diag` bit): the producer arrives on
+// each slot without copying (the consumers multiply whatever the slot holds), so a run times
+// the chain and the products alone.
 #define SS_NO_COMPUTE 1
 #define SS_NO_COPY 2
 #define SS_NO_WAIT 4
@@ -137,27 +145,34 @@ __device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
                            unsigned long long* full, unsigned long long* empty, bool evict,
                            int diag) {
-    long long stage = 0;
+    int slot = 0;
+    u32 use = 0;  // of `slot`
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind != 0) continue;
         SsShare s = ss_share(p);
-        for (int g = 0; g < s.groups; g++) {
-            int rows = min(s.R, s.rows - g * s.R);
-            for (int c = 0; c < s.chunks; c++, stage++) {
-                int slot = (int)(stage % slots);
-                if (stage >= slots) ss_wait(empty + slot, (u32)((stage / slots + 1) & 1));
-                int c0 = c * s.C, cs = min(s.C, (int)p.k - c0);
-                if (diag & SS_NO_COPY) {
-                    ss_arrive(full + slot);
-                    continue;
+        for (int w0 = 0; w0 < s.groups; w0 += SP_WARPS) {
+            int wg = min(SP_WARPS, s.groups - w0);
+            for (int c = 0; c < s.chunks; c++)
+                for (int g = w0; g < w0 + wg; g++) {
+                    if (use > 0) ss_wait(empty + slot, (use - 1) & 1);
+                    int rows = min(s.R, s.rows - g * s.R);
+                    int c0 = c * s.C, cs = min(s.C, (int)p.k - c0);
+                    if (diag & SS_NO_COPY) {
+                        ss_arrive(full + slot);
+                    } else {
+                        ss_expect(full + slot, (u32)(rows * cs * 2));
+                        char* dst = ring + (size_t)slot * SS_SLOT_HALVES * 2;
+                        const u16* src = p.w + (size_t)(s.r0 + g * s.R) * p.k + c0;
+                        for (int r = 0; r < rows; r++)
+                            ss_bulk(dst + r * cs * 2, src + (size_t)r * p.k, (u32)(cs * 2),
+                                    full + slot, evict);
+                    }
+                    if (++slot == slots) {
+                        slot = 0;
+                        use++;
+                    }
                 }
-                ss_expect(full + slot, (u32)(rows * cs * 2));
-                char* dst = ring + (size_t)slot * SS_SLOT_HALVES * 2;
-                for (int r = 0; r < rows; r++)
-                    ss_bulk(dst + (size_t)r * cs * 2, p.w + (size_t)(s.r0 + g * s.R + r) * p.k + c0,
-                            (u32)(cs * 2), full + slot, evict);
-            }
         }
     }
 }
@@ -177,26 +192,30 @@ struct SsRing {
 // first slot number of this phase.
 // SS_NO_COMPUTE (a `diag` bit): the slots are waited for and released without their products.
 __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, const SsRing& q,
-                           long long stage, int warp, int lane, int diag) {
+                           int stage, int warp, int lane, int diag) {
     for (int g = warp; g < s.groups; g += SP_WARPS) {
         int rows = min(s.R, s.rows - g * s.R);
         float acc[SS_RMAX];
 #pragma unroll
         for (int r = 0; r < SS_RMAX; r++) acc[r] = 0.0f;
         for (int c = 0; c < s.chunks; c++) {
-            long long at = stage + (long long)g * s.chunks + c;
-            int slot = (int)(at % q.slots);
+            int w0 = g - warp, wg = min(SP_WARPS, s.groups - w0);
+            int at = stage + w0 * s.chunks + c * wg + warp;
+            int slot = at % q.slots;
             u32 use = (u32)(at / q.slots);
             if (lane == 0) {
                 unsigned long long until = 0;
-                while (q.consumed[slot] < use) ss_deadline(until);
+                u32 polls = 0;
+                while (q.consumed[slot] < use) ss_deadline(until, polls);
             }
             __syncwarp();
             ss_wait(q.full + slot, use & 1);
             int c0 = c * s.C, units = (min(s.C, (int)p.k - c0)) / 8;
             const uint4* tile = (const uint4*)(q.slots_at + (size_t)slot * SS_SLOT_HALVES * 2);
             for (int u = (diag & SS_NO_COMPUTE) ? units : lane; u < units; u += 32) {
-                const float* xv = xs + c0 + u * 8;
+                float4 xa = *(const float4*)(xs + c0 + u * 8);
+                float4 xb = *(const float4*)(xs + c0 + u * 8 + 4);
+                const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
 #pragma unroll
                 for (int r = 0; r < SS_RMAX; r++) {
                     if (r >= rows) break;
@@ -250,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         if (lane == 0) ss_produce(phases, count, ring, slots, full, empty, evict != 0, diag);
         return;
     }
-    long long stage = 0;
+    int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 16 KB)
     u32 blocks = gridDim.x;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
@@ -265,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             else
                 sp_stage<true>(xs, p);
             ss_consume(p, s, xs, q, stage, warp, lane, diag);
-            stage += (long long)s.groups * s.chunks;
+            stage += s.groups * s.chunks;
             ss_publish(counters, i);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
             ss_await(counters, i - 1, i > 0 && phases[i - 1].kind != 0 ? 1 : blocks);

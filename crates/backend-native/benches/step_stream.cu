@@ -19,7 +19,9 @@
 // their order across chunks) and rows a slot holds at most. Narrow chunks of many rows: a lane's
 // x values of a slot (read from shared memory with bank conflicts) serve SS_RMAX rows.
 #define SS_SLOT_HALVES 8192
+#ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256)
 #define SS_CMAX 512
+#endif
 #define SS_RMAX 16
 
 // The block's share of a GEMV phase: rows [r0, r0 + rows) in groups of R rows; a slot holds

@@ -90,12 +90,36 @@ __device__ __forceinline__ void sp_sync() {
         __syncthreads();
 }
 
+// Loads batches of SP_BATCH of a thread's values at once (x is read from the L2 with latency
+// that a loop of one load at a time would pay per value), then `use`s them in order.
+#define SP_BATCH 8
+template <typename Use>
+__device__ __forceinline__ void sp_batched(const float* x, int n, Use use) {
+    for (int base = threadIdx.x; base < n; base += SP_BATCH * SP_THREADS) {
+        float v[SP_BATCH];
+#pragma unroll
+        for (int j = 0; j < SP_BATCH; j++) {
+            int i = base + j * SP_THREADS;
+            v[j] = i < n ? sp_load(x + i) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < SP_BATCH; j++) {
+            int i = base + j * SP_THREADS;
+            if (i < n) use(i, v[j]);
+        }
+    }
+}
+
 // Stages the phase's x (k floats) into shared memory; every (consumer) thread calls it.
 template <bool NAMED>
 __device__ __forceinline__ void sp_stage(float* xs, const Phase& p) {
-#pragma unroll 4
-    for (int i = threadIdx.x; i < p.k; i += SP_THREADS)
-        xs[i] = p.glu ? sp_silu(sp_load(p.x + i)) * sp_load(p.x + p.k + i) : sp_load(p.x + i);
+    int k = (int)p.k;
+    if (p.glu) {
+        sp_batched(p.x, k, [&](int i, float a) { xs[i] = sp_silu(a); });
+        sp_batched(p.x + k, k, [&](int i, float b) { xs[i] = xs[i] * b; });
+    } else {
+        sp_batched(p.x, k, [&](int i, float a) { xs[i] = a; });
+    }
     sp_sync<NAMED>();
 }
 
@@ -147,10 +171,7 @@ __device__ __forceinline__ void sp_norm(const float* x, float* y, int n, bool at
     __shared__ float part[SP_WARPS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float s = 0.0f;
-    for (int i = threadIdx.x; i < n; i += SP_THREADS) {
-        float v = sp_load(x + i);
-        s += v * v;
-    }
+    sp_batched(x, n, [&](int, float v) { s += v * v; });
     s = warp_sum(s);
     if (lane == 0) part[warp] = s;
     sp_sync<NAMED>();
@@ -158,7 +179,7 @@ __device__ __forceinline__ void sp_norm(const float* x, float* y, int n, bool at
 #pragma unroll
     for (int w = 0; w < SP_WARPS; w++) total += part[w];
     float scale = rsqrtf(total / (float)n + 1e-6f);
-    for (int i = threadIdx.x; i < n; i += SP_THREADS) y[i] = sp_load(x + i) * scale;
+    sp_batched(x, n, [&](int i, float v) { y[i] = v * scale; });
     if (SP_ATTN_NS > 0 && attention && threadIdx.x == 0) {
         unsigned long long until = sp_now_ns() + SP_ATTN_NS;
         while (sp_now_ns() < until) {

@@ -16,11 +16,12 @@
 
 #define SS_THREADS (SP_THREADS + 32)
 // Halves of a ring slot (16 KB), of a row's chunk (a multiple of 256, so a lane's units keep
-// their order across chunks) and rows a slot holds at most. Narrow chunks of many rows: a lane's
-// x values of a slot (read from shared memory with bank conflicts) serve SS_RMAX rows.
+// their order across chunks) and rows a slot holds at most. On the H200 512 columns (16 rows a
+// slot, 1 KB copies) streamed at half the rate of 2,048 (4 rows, 4 KB copies): the bulk copies'
+// size, not x's reuse, set the pace; 2,048 to 8,192 are within 5% of each other.
 #define SS_SLOT_HALVES 8192
-#ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256)
-#define SS_CMAX 512
+#ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256; CUDA_NOTES round 25)
+#define SS_CMAX 2048
 #endif
 #define SS_RMAX 16
 

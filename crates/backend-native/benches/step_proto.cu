@@ -91,35 +91,40 @@ __device__ __forceinline__ void sp_sync() {
 }
 
 // Loads batches of SP_BATCH of a thread's values at once (x is read from the L2 with latency
-// that a loop of one load at a time would pay per value), then `use`s them in order.
+// that a loop of one load at a time would pay per value), then `use`s them in order: use(i, a)
+// with a = x[i], or with `x2` use(i, a, b) with b = x2[i] too.
 #define SP_BATCH 8
 template <typename Use>
-__device__ __forceinline__ void sp_batched(const float* x, int n, Use use) {
+__device__ __forceinline__ void sp_batched(const float* x, const float* x2, int n, Use use) {
     for (int base = threadIdx.x; base < n; base += SP_BATCH * SP_THREADS) {
-        float v[SP_BATCH];
+        float v[SP_BATCH], w[SP_BATCH];
 #pragma unroll
         for (int j = 0; j < SP_BATCH; j++) {
             int i = base + j * SP_THREADS;
             v[j] = i < n ? sp_load(x + i) : 0.0f;
+            w[j] = x2 != nullptr && i < n ? sp_load(x2 + i) : 0.0f;
         }
 #pragma unroll
         for (int j = 0; j < SP_BATCH; j++) {
             int i = base + j * SP_THREADS;
-            if (i < n) use(i, v[j]);
+            if (i < n) use(i, v[j], w[j]);
         }
     }
 }
 
-// Stages the phase's x (k floats) into shared memory; every (consumer) thread calls it.
+// A GEMV's x value as its phase reads it: silu(a) * b for a GLU input, else a; rounded to f16
+// (the decoder's activations are f16; step_stream.cu keeps x as halves).
+__device__ __forceinline__ u16 sp_x_half(bool glu, float a, float b) {
+    return f32_to_f16(glu ? sp_silu(a) * b : a);
+}
+
+// Stages the phase's x (k values) into shared memory; every (consumer) thread calls it.
 template <bool NAMED>
 __device__ __forceinline__ void sp_stage(float* xs, const Phase& p) {
     int k = (int)p.k;
-    if (p.glu) {
-        sp_batched(p.x, k, [&](int i, float a) { xs[i] = sp_silu(a); });
-        sp_batched(p.x + k, k, [&](int i, float b) { xs[i] = xs[i] * b; });
-    } else {
-        sp_batched(p.x, k, [&](int i, float a) { xs[i] = a; });
-    }
+    bool glu = p.glu != 0;
+    sp_batched(p.x, glu ? p.x + k : nullptr, k,
+               [&](int i, float a, float b) { xs[i] = f16_to_f32(sp_x_half(glu, a, b)); });
     sp_sync<NAMED>();
 }
 
@@ -164,14 +169,14 @@ __device__ __forceinline__ unsigned long long sp_now_ns() {
     return t;
 }
 
-// y = x / rms(x) (n values) by the calling block's (consumer) threads; y may be shared memory.
-// A stand-in for the attention (`attention`) then waits SP_ATTN_NS.
-template <bool NAMED>
-__device__ __forceinline__ void sp_norm(const float* x, float* y, int n, bool attention) {
+// x / rms(x) (n values) by the calling block's (consumer) threads, each value to out(i, v). A
+// stand-in for the attention (`attention`) then waits SP_ATTN_NS.
+template <bool NAMED, typename Out>
+__device__ __forceinline__ void sp_norm(const float* x, int n, bool attention, Out out) {
     __shared__ float part[SP_WARPS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float s = 0.0f;
-    sp_batched(x, n, [&](int, float v) { s += v * v; });
+    sp_batched(x, nullptr, n, [&](int, float v, float) { s += v * v; });
     s = warp_sum(s);
     if (lane == 0) part[warp] = s;
     sp_sync<NAMED>();
@@ -179,7 +184,7 @@ __device__ __forceinline__ void sp_norm(const float* x, float* y, int n, bool at
 #pragma unroll
     for (int w = 0; w < SP_WARPS; w++) total += part[w];
     float scale = rsqrtf(total / (float)n + 1e-6f);
-    sp_batched(x, n, [&](int i, float v) { y[i] = v * scale; });
+    sp_batched(x, nullptr, n, [&](int i, float v, float) { out(i, v * scale); });
     if (SP_ATTN_NS > 0 && attention && threadIdx.x == 0) {
         unsigned long long until = sp_now_ns() + SP_ATTN_NS;
         while (sp_now_ns() < until) {
@@ -189,7 +194,7 @@ __device__ __forceinline__ void sp_norm(const float* x, float* y, int n, bool at
 }
 
 __device__ __forceinline__ void sp_tiny(const Phase& p) {
-    sp_norm<false>(p.x, p.y, (int)p.n, p.kind == 2);
+    sp_norm<false>(p.x, (int)p.n, p.kind == 2, [&](int i, float v) { p.y[i] = v; });
 }
 
 // One phase as its own launch (grid: one item per warp for a GEMV, one block for a tiny one).

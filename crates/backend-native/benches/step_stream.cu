@@ -7,19 +7,25 @@
 // the chain: while the consumers wait for a phase's input (a counter every block bumps when its
 // share of a phase is written) or for a tiny phase, the ring keeps filling from DRAM.
 //
-// The consumer warps (the first SP_THREADS threads) run the chain: per GEMV phase they wait for
-// the counter of the phase before, stage x (sp_stage, or with `fold` the norm of the phase
-// before computed by every block from its input: sp_norm), then multiply the slots. A warp takes
-// a group of rows of its block's share (groups round-robin over the warps) and walks its column
-// chunks in order; a lane's 16-byte units of a row are lane, lane + 32, ... as in sp_consume, so
-// every output has the one-launch-per-phase kernel's bits. Tiny phases run on block 0.
+// The SS_CONSUMERS consumer warps run the chain: per GEMV phase they wait for the counter of
+// the phase before; the first SP_WARPS of them stage x as halves (the values sp_stage gives, or
+// with `fold` the norm of the phase before computed by every block from its input: sp_norm);
+// then all multiply the slots. A warp takes a group of rows of its block's share (groups
+// round-robin over the warps) and walks its column chunks in order; a lane's 16-byte units of a
+// row are lane, lane + 32, ... as in sp_consume, so every output has the one-launch-per-phase
+// kernel's bits. Tiny phases run on block 0. Barrier 1 (SP_THREADS threads) is the staging
+// warps' own; barrier 2 (SS_CONSUMERS warps) orders the phases.
 
-#define SS_THREADS (SP_THREADS + 32)
-// Halves of a ring slot (16 KB), of a row's chunk (a multiple of 256, so a lane's units keep
-// their order across chunks) and rows a slot holds at most. On the H200 512 columns (16 rows a
-// slot, 1 KB copies) streamed at half the rate of 2,048 (4 rows, 4 KB copies): the bulk copies'
-// size, not x's reuse, set the pace; 2,048 to 8,192 are within 5% of each other.
-#define SS_SLOT_HALVES 8192
+#ifndef SS_CONSUMERS  // consumer warps (GENAI_BRIDGE_NVRTC_DEFINES may set it; >= SP_WARPS)
+#define SS_CONSUMERS 16
+#endif
+#define SS_THREADS (SS_CONSUMERS * 32 + 32)
+// Halves of a ring slot (8 KB), of a row's chunk (a multiple of 256, so a lane's units keep
+// their order across chunks) and rows a slot holds at most. Round 25 (16 KB slots, 8 warps): 512
+// columns (16 rows a slot, 1 KB copies) streamed at half the rate of 2,048 (4 KB copies): the
+// bulk copies' size set the pace; 2,048 to 8,192 were within 5% of each other. Slots of 8 KB
+// give the 16 warps more slots than warps.
+#define SS_SLOT_HALVES 4096
 #ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256; CUDA_NOTES round 25)
 #define SS_CMAX 2048
 #endif
@@ -118,6 +124,11 @@ __device__ __forceinline__ u32 ss_acquire(const unsigned* p) {
     return v;
 }
 
+// Every consumer warp's barrier (barrier 2).
+__device__ __forceinline__ void ss_sync() {
+    asm volatile("bar.sync 2, %0;" ::"n"(SS_CONSUMERS * 32) : "memory");
+}
+
 // Consumer thread 0 waits until `count` blocks have finished phase `dep`, then the consumers
 // pass a barrier (so every consumer's reads of its output come after the acquire).
 __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 count) {
@@ -125,19 +136,19 @@ __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 
     u32 polls = 0;
     if (dep >= 0 && threadIdx.x == 0)
         while (ss_acquire(counters + dep) < count) ss_deadline(until, polls);
-    sp_sync<true>();
+    ss_sync();
 }
 
 // After a barrier that orders every consumer's writes of phase i, publishes them.
 __device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
-    sp_sync<true>();
+    ss_sync();
     if (threadIdx.x == 0)
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i) : "memory");
 }
 
 // The producer (one lane): every GEMV phase's share, slot after slot.
 // The producer (one lane): every GEMV phase's share, slot after slot. Groups go to the warps
-// round-robin, so a phase's slots come in waves of SP_WARPS groups, chunk-major inside a wave:
+// round-robin, so a phase's slots come in waves of SS_CONSUMERS groups, chunk-major inside a wave:
 // consecutive slots feed different warps. SS_NO_COPY (a `diag` bit): the producer arrives on
 // each slot without copying (the consumers multiply whatever the slot holds), so a run times
 // the chain and the products alone.
@@ -154,8 +165,8 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
         Phase p = phases[i];
         if (p.kind != 0) continue;
         SsShare s = ss_share(p);
-        for (int w0 = 0; w0 < s.groups; w0 += SP_WARPS) {
-            int wg = min(SP_WARPS, s.groups - w0);
+        for (int w0 = 0; w0 < s.groups; w0 += SS_CONSUMERS) {
+            int wg = min(SS_CONSUMERS, s.groups - w0);
             for (int c = 0; c < s.chunks; c++)
                 for (int g = w0; g < w0 + wg; g++) {
                     if (use > 0) ss_wait(empty + slot, (use - 1) & 1);
@@ -191,18 +202,18 @@ struct SsRing {
     volatile u32* consumed;
 };
 
-// One consumer warp's groups of a GEMV phase whose x is staged in xs; `stage` is the block's
-// first slot number of this phase.
+// One consumer warp's groups of a GEMV phase whose x is staged in xh (halves); `stage` is the
+// block's first slot number of this phase.
 // SS_NO_COMPUTE (a `diag` bit): the slots are waited for and released without their products.
-__device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, const SsRing& q,
+__device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, const SsRing& q,
                            int stage, int warp, int lane, int diag) {
-    for (int g = warp; g < s.groups; g += SP_WARPS) {
+    for (int g = warp; g < s.groups; g += SS_CONSUMERS) {
         int rows = min(s.R, s.rows - g * s.R);
         float acc[SS_RMAX];
 #pragma unroll
         for (int r = 0; r < SS_RMAX; r++) acc[r] = 0.0f;
         for (int c = 0; c < s.chunks; c++) {
-            int w0 = g - warp, wg = min(SP_WARPS, s.groups - w0);
+            int w0 = g - warp, wg = min(SS_CONSUMERS, s.groups - w0);
             int at = stage + w0 * s.chunks + c * wg + warp;
             int slot = at % q.slots;
             u32 use = (u32)(at / q.slots);
@@ -216,9 +227,14 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
             int c0 = c * s.C, units = (min(s.C, (int)p.k - c0)) / 8;
             const uint4* tile = (const uint4*)(q.slots_at + (size_t)slot * SS_SLOT_HALVES * 2);
             for (int u = (diag & SS_NO_COMPUTE) ? units : lane; u < units; u += 32) {
-                float4 xa = *(const float4*)(xs + c0 + u * 8);
-                float4 xb = *(const float4*)(xs + c0 + u * 8 + 4);
-                const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+                uint4 xr = *(const uint4*)(xh + c0 + u * 8);
+                const u32 xw[4] = {xr.x, xr.y, xr.z, xr.w};
+                float xv[8];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    xv[2 * e] = f16_to_f32((u16)(xw[e] & 0xffff));
+                    xv[2 * e + 1] = f16_to_f32((u16)(xw[e] >> 16));
+                }
 #pragma unroll
                 for (int r = 0; r < SS_RMAX; r++) {
                     if (r >= rows) break;
@@ -247,7 +263,7 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const float* xs, co
 }
 
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
-// memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax floats), then 2 * slots
+// memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax halves, rounded up to 4), then 2 * slots
 // mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
@@ -256,8 +272,8 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
                 int xmax, int fold, int evict, int diag) {
     extern __shared__ __align__(128) char ring[];
-    float* xs = (float*)(ring + (size_t)slots * SS_SLOT_HALVES * 2);
-    unsigned long long* full = (unsigned long long*)(xs + ((xmax + 1) & ~1));
+    u16* xh = (u16*)(ring + (size_t)slots * SS_SLOT_HALVES * 2);
+    unsigned long long* full = (unsigned long long*)(xh + ((xmax + 3) & ~3));
     unsigned long long* empty = full + slots;
     SsRing q = {ring, slots, full, empty, (volatile u32*)(empty + slots)};
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -268,11 +284,12 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             q.consumed[i] = 0;
         }
     __syncthreads();
-    if (warp == SP_WARPS) {
+    if (warp == SS_CONSUMERS) {
         if (lane == 0) ss_produce(phases, count, ring, slots, full, empty, evict != 0, diag);
         return;
     }
-    int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 16 KB)
+    int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
+    bool stager = warp < SP_WARPS;
     u32 blocks = gridDim.x;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
@@ -282,16 +299,23 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             u32 need = dep >= 0 && phases[dep].kind != 0 ? 1 : blocks;
             SsShare s = ss_share(p);
             ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, need);
-            if (folded)
-                sp_norm<true>(phases[i - 1].x, xs, (int)phases[i - 1].n, false);
-            else
-                sp_stage<true>(xs, p);
-            ss_consume(p, s, xs, q, stage, warp, lane, diag);
+            if (stager && folded) {
+                sp_norm<true>(phases[i - 1].x, (int)phases[i - 1].n, false,
+                              [&](int j, float v) { xh[j] = f32_to_f16(v); });
+            } else if (stager) {
+                int k = (int)p.k;
+                bool glu = p.glu != 0;
+                sp_batched(p.x, glu ? p.x + k : nullptr, k,
+                           [&](int j, float a, float b) { xh[j] = sp_x_half(glu, a, b); });
+            }
+            ss_sync();
+            ss_consume(p, s, xh, q, stage, warp, lane, diag);
             stage += s.groups * s.chunks;
             ss_publish(counters, i);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
             ss_await(counters, i - 1, i > 0 && phases[i - 1].kind != 0 ? 1 : blocks);
-            sp_norm<true>(p.x, p.y, (int)p.n, p.kind == 2);
+            if (stager)
+                sp_norm<true>(p.x, (int)p.n, p.kind == 2, [&](int j, float v) { p.y[j] = v; });
             ss_publish(counters, i);
         }
     }

@@ -348,7 +348,7 @@ impl Step {
             .ok_or_else(|| {
                 crate::error::invalid(
                     "step_stream",
-                    format!("needs sm_90 and two 16 KiB slots beside x of {xmax} floats"),
+                    format!("needs sm_90 and two 8 KiB slots beside x of {xmax} halves"),
                 )
             })?;
         zero_words(stream, self.counters.ptr, self.phases.len())?;
@@ -367,7 +367,7 @@ impl Step {
         ];
         let cfg = LaunchConfig {
             grid_dim: (proto.sms as u32, 1, 1),
-            block_dim: (THREADS + 32, 1, 1),
+            block_dim: ((CONSUMERS as u32 + 1) * 32, 1, 1),
             shared_mem_bytes: ring_bytes(slots, xmax) as u32,
         };
         // SAFETY: the parameters match `step_stream`; one block an SM, all resident at once (a
@@ -498,20 +498,22 @@ enum Way {
 
 /// Bytes of one `step_stream` ring slot (`SS_SLOT_HALVES` halves), and of its two mbarriers
 /// and its count of uses consumed.
-const SLOT_BYTES: usize = 16 * 1024;
+const SLOT_BYTES: usize = 8 * 1024;
 const SLOT_BARRIERS: usize = 20;
+/// `step_stream`'s consumer warps (`SS_CONSUMERS`); its block adds the producer warp.
+const CONSUMERS: usize = 16;
 
-/// `step_stream`'s dynamic shared memory: the slots, x (rounded to an even count of floats, so
-/// the barriers after it are 8-byte aligned), the barriers.
+/// `step_stream`'s dynamic shared memory: the slots, x as halves (rounded up to 4, so the
+/// barriers after it are 8-byte aligned), the barriers.
 fn ring_bytes(slots: usize, xmax: usize) -> usize {
-    slots * (SLOT_BYTES + SLOT_BARRIERS) + xmax.next_multiple_of(2) * 4
+    slots * (SLOT_BYTES + SLOT_BARRIERS) + xmax.next_multiple_of(4) * 2
 }
 
-/// The most ring slots (at most 32) that fit `dynamic` bytes beside x of `xmax` floats, or None
+/// The most ring slots (at most 64) that fit `dynamic` bytes beside x of `xmax` halves, or None
 /// below two.
 fn ring_slots(dynamic: usize, xmax: usize) -> Option<usize> {
     let left = dynamic.checked_sub(ring_bytes(0, xmax))?;
-    Some((left / (SLOT_BYTES + SLOT_BARRIERS)).min(32)).filter(|&s| s >= 2)
+    Some((left / (SLOT_BYTES + SLOT_BARRIERS)).min(64)).filter(|&s| s >= 2)
 }
 
 fn config(blocks: usize, shared: u32) -> LaunchConfig {
@@ -607,19 +609,19 @@ mod tests {
 
     #[test]
     fn ring_slots_fit_beside_x() {
-        // The H200's 227 KiB opt-in less 64 bytes: 1.5B's x (8,960 floats) leaves 11 slots,
-        // 8B's (14,336) 10, 0.5B's (4,864) 12.
-        let dynamic = 227 * 1024 - 64;
-        assert_eq!(ring_slots(dynamic, 8960), Some(11));
-        assert_eq!(ring_slots(dynamic, 14_336), Some(10));
-        assert_eq!(ring_slots(dynamic, 4864), Some(12));
+        // The H200's 227 KiB opt-in less 256 bytes: 1.5B's x (8,960 halves) leaves 26 slots of
+        // 8 KiB, 8B's (14,336) 24, 0.5B's (4,864) 27.
+        let dynamic = 227 * 1024 - 256;
+        assert_eq!(ring_slots(dynamic, 8960), Some(26));
+        assert_eq!(ring_slots(dynamic, 14_336), Some(24));
+        assert_eq!(ring_slots(dynamic, 4864), Some(27));
         for x in [8960, 14_336, 4864, 63] {
             let s = ring_slots(dynamic, x).expect("slots");
             assert!(ring_bytes(s, x) <= dynamic && ring_bytes(s + 1, x) > dynamic);
         }
-        // At most 32; none below two; none when x alone does not fit.
-        assert_eq!(ring_slots(1 << 30, 64), Some(32));
-        assert_eq!(ring_slots(48 * 1024, 8960), None);
+        // At most 64; none below two; none when x alone does not fit.
+        assert_eq!(ring_slots(1 << 30, 64), Some(64));
+        assert_eq!(ring_slots(20 * 1024, 8960), None);
         assert_eq!(ring_slots(1000, 8960), None);
     }
 
@@ -630,6 +632,7 @@ mod tests {
             ("SP_WARPS", WARPS),
             ("SP_COLS", COLS),
             ("SS_SLOT_HALVES", SLOT_BYTES / 2),
+            ("SS_CONSUMERS", CONSUMERS),
         ] {
             assert!(
                 STEP_PROTO

@@ -90,23 +90,23 @@ __device__ __forceinline__ void sp_sync() {
         __syncthreads();
 }
 
-// Loads batches of SP_BATCH of a thread's values at once (x is read from the L2 with latency
-// that a loop of one load at a time would pay per value), then `use`s them in order: use(i, a)
-// with a = x[i], or with `x2` use(i, a, b) with b = x2[i] too.
+// Loads batches of BATCH of a thread's values at once (x is read from the L2 with latency that
+// a loop of one load at a time would pay per value), then `use`s them in order: use(i, a, b)
+// with a = x[i] and, with `x2`, b = x2[i] (else 0). THREADS threads from thread 0 take part.
 #define SP_BATCH 8
-template <typename Use>
+template <int THREADS = SP_THREADS, int BATCH = SP_BATCH, typename Use>
 __device__ __forceinline__ void sp_batched(const float* x, const float* x2, int n, Use use) {
-    for (int base = threadIdx.x; base < n; base += SP_BATCH * SP_THREADS) {
-        float v[SP_BATCH], w[SP_BATCH];
+    for (int base = threadIdx.x; base < n; base += BATCH * THREADS) {
+        float v[BATCH], w[BATCH];
 #pragma unroll
-        for (int j = 0; j < SP_BATCH; j++) {
-            int i = base + j * SP_THREADS;
+        for (int j = 0; j < BATCH; j++) {
+            int i = base + j * THREADS;
             v[j] = i < n ? sp_load(x + i) : 0.0f;
             w[j] = x2 != nullptr && i < n ? sp_load(x2 + i) : 0.0f;
         }
 #pragma unroll
-        for (int j = 0; j < SP_BATCH; j++) {
-            int i = base + j * SP_THREADS;
+        for (int j = 0; j < BATCH; j++) {
+            int i = base + j * THREADS;
             if (i < n) use(i, v[j], w[j]);
         }
     }
@@ -170,13 +170,29 @@ __device__ __forceinline__ unsigned long long sp_now_ns() {
 }
 
 // x / rms(x) (n values) by the calling block's (consumer) threads, each value to out(i, v). A
-// stand-in for the attention (`attention`) then waits SP_ATTN_NS.
+// stand-in for the attention (`attention`) then waits SP_ATTN_NS. Rows of up to SP_NORM_HELD
+// values a thread are read once (held in registers between the sum and the scaling), longer
+// ones twice; the sums are the same either way.
+#define SP_NORM_HELD 16
 template <bool NAMED, typename Out>
 __device__ __forceinline__ void sp_norm(const float* x, int n, bool attention, Out out) {
     __shared__ float part[SP_WARPS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    bool held = n <= SP_NORM_HELD * SP_THREADS;
+    float v[SP_NORM_HELD];
     float s = 0.0f;
-    sp_batched(x, nullptr, n, [&](int, float v, float) { s += v * v; });
+    if (held) {
+#pragma unroll
+        for (int j = 0; j < SP_NORM_HELD; j++) {
+            int i = threadIdx.x + j * SP_THREADS;
+            v[j] = i < n ? sp_load(x + i) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < SP_NORM_HELD; j++)
+            if (threadIdx.x + j * SP_THREADS < n) s += v[j] * v[j];
+    } else {
+        sp_batched(x, nullptr, n, [&](int, float a, float) { s += a * a; });
+    }
     s = warp_sum(s);
     if (lane == 0) part[warp] = s;
     sp_sync<NAMED>();
@@ -184,7 +200,15 @@ __device__ __forceinline__ void sp_norm(const float* x, int n, bool attention, O
 #pragma unroll
     for (int w = 0; w < SP_WARPS; w++) total += part[w];
     float scale = rsqrtf(total / (float)n + 1e-6f);
-    sp_batched(x, nullptr, n, [&](int i, float v, float) { out(i, v * scale); });
+    if (held) {
+#pragma unroll
+        for (int j = 0; j < SP_NORM_HELD; j++) {
+            int i = threadIdx.x + j * SP_THREADS;
+            if (i < n) out(i, v[j] * scale);
+        }
+    } else {
+        sp_batched(x, nullptr, n, [&](int i, float a, float) { out(i, a * scale); });
+    }
     if (SP_ATTN_NS > 0 && attention && threadIdx.x == 0) {
         unsigned long long until = sp_now_ns() + SP_ATTN_NS;
         while (sp_now_ns() < until) {
@@ -244,7 +268,7 @@ __device__ __forceinline__ void sp_grid_barrier(unsigned* count, unsigned index)
 // Every phase in one launch: all blocks resident (a cooperative launch), a grid barrier
 // between phases; with `early` each block loads its first weights of a GEMV phase before the
 // barrier that ends the phase before it.
-extern "C" __global__ void __launch_bounds__(SP_THREADS)
+extern "C" __global__ void __launch_bounds__(SP_THREADS, 2)
     step_persistent(const Phase* __restrict__ phases, int count, unsigned* barrier, int early) {
     extern __shared__ __align__(16) float xs[];
     int lane = threadIdx.x & 31, gw = blockIdx.x * SP_WARPS + (threadIdx.x >> 5);

@@ -8,9 +8,9 @@
 // share of a phase is written) or for a tiny phase, the ring keeps filling from DRAM.
 //
 // The SS_CONSUMERS consumer warps run the chain: per GEMV phase they wait for the counter of
-// the phase before; the first SP_WARPS of them stage x as halves (the values sp_stage gives, or
-// with `fold` the norm of the phase before computed by every block from its input: sp_norm);
-// then all multiply the slots. A warp takes a group of rows of its block's share (groups
+// the phase before; they stage x as halves (the values sp_stage gives; with `fold` the first
+// SP_WARPS of them compute the norm of the phase before from its input: sp_norm, whose sums
+// keep the one-block norm's order); then all multiply the slots. A warp takes a group of rows of its block's share (groups
 // round-robin over the warps) and walks its column chunks in order; a lane's 16-byte units of a
 // row are lane, lane + 32, ... as in sp_consume, so every output has the one-launch-per-phase
 // kernel's bits. Tiny phases run on block 0. Barrier 1 (SP_THREADS threads) is the staging
@@ -302,11 +302,12 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             if (stager && folded) {
                 sp_norm<true>(phases[i - 1].x, (int)phases[i - 1].n, false,
                               [&](int j, float v) { xh[j] = f32_to_f16(v); });
-            } else if (stager) {
+            } else if (!folded) {  // every consumer warp, 16 loads in flight a thread
                 int k = (int)p.k;
                 bool glu = p.glu != 0;
-                sp_batched(p.x, glu ? p.x + k : nullptr, k,
-                           [&](int j, float a, float b) { xh[j] = sp_x_half(glu, a, b); });
+                sp_batched<SS_CONSUMERS * 32, 16>(
+                    p.x, glu ? p.x + k : nullptr, k,
+                    [&](int j, float a, float b) { xh[j] = sp_x_half(glu, a, b); });
             }
             ss_sync();
             ss_consume(p, s, xh, q, stage, warp, lane, diag);

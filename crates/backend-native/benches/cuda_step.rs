@@ -1,5 +1,7 @@
-//! A prototype decode step's layers as one persistent launch against one launch per phase, on
-//! a GPU (see `genai_backend_native::cuda::step_timing`): one JSON line per variant on stdout.
+//! A prototype decode step's layers as one persistent launch (grid barriers, or a weight stream
+//! ahead of the chain) against one launch per phase, on a GPU (see
+//! `genai_backend_native::cuda::step_timing`): one JSON line per variant on stdout, each as soon
+//! as it is measured.
 //!
 //! `cargo bench -p genai-backend-native --features cuda --bench cuda_step -- [MODEL,...]
 //! [--reps N]`. Models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b (default: all three), each at its

@@ -1,7 +1,8 @@
 //! Times a prototype of a whole decode step's layers as one persistent launch against one
-//! launch per phase (`benches/step_proto.cu`, `benches/cuda_step.rs`): the question it answers
-//! is what the launch boundaries of a step cost against grid-wide barriers, with the same phase
-//! bodies on both sides, before any decoder plumbing is written for it.
+//! launch per phase (`benches/step_proto.cu`, `benches/cuda_step.rs`): what the launch
+//! boundaries of a step cost against grid-wide barriers, and what a persistent step whose
+//! weight stream runs ahead of the chain gains (`stream`, `benches/step_stream.cu`), with the
+//! same phase bodies on every side, before any decoder plumbing is written for it.
 
 use crate::cuda::compile::{self, Source};
 use crate::cuda::device::Device;
@@ -11,6 +12,8 @@ use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, sys};
 use std::sync::Arc;
+
+mod stream;
 
 /// The prototype's source (compiled with the prelude like every kernel family; CI compiles it).
 pub const STEP_PROTO: Source = Source {
@@ -329,54 +332,6 @@ impl Step {
         }
     }
 
-    /// Every phase in one cooperative launch of `step_stream`, one block an SM, its weights
-    /// streamed into a ring of shared-memory slots ahead of the chain (`fold`: every block
-    /// computes the norms itself; `evict`: the weight copies are L2 evict-first).
-    fn streamed(
-        &self,
-        stream: &Arc<CudaStream>,
-        proto: &Proto,
-        fold: bool,
-        evict: bool,
-        diag: i32,
-    ) -> Result<(), Error> {
-        let (hidden, _, mlp, _) = self.shape;
-        let xmax = mlp.max(hidden);
-        let dynamic = proto.stream_dynamic.unwrap_or(0);
-        let slots = ring_slots(dynamic, xmax)
-            .filter(|_| proto.bulk_copies)
-            .ok_or_else(|| {
-                crate::error::invalid(
-                    "step_stream",
-                    format!("needs sm_90 and two 8 KiB slots beside x of {xmax} halves"),
-                )
-            })?;
-        zero_words(stream, self.counters.ptr, self.phases.len())?;
-        let count = self.phases.len() as i32;
-        let (slots_i, xmax_i) = (slots as i32, xmax as i32);
-        let (fold, evict) = (i32::from(fold), i32::from(evict));
-        let mut params = [
-            param(&self.table.ptr),
-            param(&count),
-            param(&self.counters.ptr),
-            param(&slots_i),
-            param(&xmax_i),
-            param(&fold),
-            param(&evict),
-            param(&diag),
-        ];
-        let cfg = LaunchConfig {
-            grid_dim: (proto.sms as u32, 1, 1),
-            block_dim: ((CONSUMERS as u32 + 1) * 32, 1, 1),
-            shared_mem_bytes: ring_bytes(slots, xmax) as u32,
-        };
-        // SAFETY: the parameters match `step_stream`; one block an SM, all resident at once (a
-        // cooperative launch, refused otherwise), so no counter waits for a block that never
-        // starts; the dynamic shared memory is the layout the kernel computes from (slots,
-        // xmax) and within the opt-in; the counters buffer has a word per phase, zeroed above.
-        unsafe { cooperative(stream, &proto.stream, cfg, &mut params) }
-    }
-
     /// Times `enqueue` after a restart of the residual row: (median, min) µs per step, and the
     /// residual row it leaves.
     fn time(
@@ -397,7 +352,8 @@ impl Step {
 }
 
 /// Times `models` (see [`step_shape`]) on device `ordinal`: launches, then persistent with 1 and
-/// 2 blocks per SM, with and without `early`; `reps` timed replays each. A variant that cannot
+/// 2 blocks per SM, with and without `early`, then streamed (with and without the norm fold and
+/// the evict-first copies, and its diagnostics); `reps` timed replays each. A variant that cannot
 /// run (a cooperative grid that does not fit) is reported with its error. Each timing goes to
 /// `report` as soon as it is measured (a variant that hangs leaves the ones before it).
 pub fn time_steps(
@@ -496,26 +452,6 @@ enum Way {
     Stream(bool, bool, i32),
 }
 
-/// Bytes of one `step_stream` ring slot (`SS_SLOT_HALVES` halves), and of its two mbarriers
-/// and its count of uses consumed.
-const SLOT_BYTES: usize = 8 * 1024;
-const SLOT_BARRIERS: usize = 20;
-/// `step_stream`'s consumer warps (`SS_CONSUMERS`); its block adds the producer warp.
-const CONSUMERS: usize = 16;
-
-/// `step_stream`'s dynamic shared memory: the slots, x as halves (rounded up to 4, so the
-/// barriers after it are 8-byte aligned), the barriers.
-fn ring_bytes(slots: usize, xmax: usize) -> usize {
-    slots * (SLOT_BYTES + SLOT_BARRIERS) + xmax.next_multiple_of(4) * 2
-}
-
-/// The most ring slots (at most 64) that fit `dynamic` bytes beside x of `xmax` halves, or None
-/// below two.
-fn ring_slots(dynamic: usize, xmax: usize) -> Option<usize> {
-    let left = dynamic.checked_sub(ring_bytes(0, xmax))?;
-    Some((left / (SLOT_BYTES + SLOT_BARRIERS)).min(64)).filter(|&s| s >= 2)
-}
-
 fn config(blocks: usize, shared: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),
@@ -608,31 +544,13 @@ mod tests {
     }
 
     #[test]
-    fn ring_slots_fit_beside_x() {
-        // The H200's 227 KiB opt-in less 256 bytes: 1.5B's x (8,960 halves) leaves 26 slots of
-        // 8 KiB, 8B's (14,336) 24, 0.5B's (4,864) 27.
-        let dynamic = 227 * 1024 - 256;
-        assert_eq!(ring_slots(dynamic, 8960), Some(26));
-        assert_eq!(ring_slots(dynamic, 14_336), Some(24));
-        assert_eq!(ring_slots(dynamic, 4864), Some(27));
-        for x in [8960, 14_336, 4864, 63] {
-            let s = ring_slots(dynamic, x).expect("slots");
-            assert!(ring_bytes(s, x) <= dynamic && ring_bytes(s + 1, x) > dynamic);
-        }
-        // At most 64; none below two; none when x alone does not fit.
-        assert_eq!(ring_slots(1 << 30, 64), Some(64));
-        assert_eq!(ring_slots(20 * 1024, 8960), None);
-        assert_eq!(ring_slots(1000, 8960), None);
-    }
-
-    #[test]
     fn the_rust_constants_match_the_prototype() {
         for (name, value) in [
             ("SP_THREADS", THREADS as usize),
             ("SP_WARPS", WARPS),
             ("SP_COLS", COLS),
-            ("SS_SLOT_HALVES", SLOT_BYTES / 2),
-            ("SS_CONSUMERS", CONSUMERS),
+            ("SS_SLOT_HALVES", stream::SLOT_BYTES / 2),
+            ("SS_CONSUMERS", stream::CONSUMERS),
         ] {
             assert!(
                 STEP_PROTO

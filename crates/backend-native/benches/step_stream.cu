@@ -178,9 +178,12 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
                         ss_expect(full + slot, (u32)(rows * cs * 2));
                         char* dst = ring + (size_t)slot * SS_SLOT_HALVES * 2;
                         const u16* src = p.w + (size_t)(s.r0 + g * s.R) * p.k + c0;
-                        for (int r = 0; r < rows; r++)
-                            ss_bulk(dst + r * cs * 2, src + (size_t)r * p.k, (u32)(cs * 2),
-                                    full + slot, evict);
+                        if (cs == p.k)  // whole rows: adjacent in memory, one copy
+                            ss_bulk(dst, src, (u32)(rows * cs * 2), full + slot, evict);
+                        else
+                            for (int r = 0; r < rows; r++)
+                                ss_bulk(dst + r * cs * 2, src + (size_t)r * p.k, (u32)(cs * 2),
+                                        full + slot, evict);
                     }
                     if (++slot == slots) {
                         slot = 0;

@@ -388,12 +388,14 @@ pub fn time_steps(
                 (name, Some(Way::Stream(f, e, 0)))
             });
         // Diagnostics of stream-fold-evict (`diag` bits of step_stream.cu): no products, no
-        // copies, no waits for the chain; neither products nor waits (the weight stream alone).
+        // copies, no waits for the chain; neither products nor waits (the weight stream alone);
+        // none of the three (the ring's protocol alone: slots armed, waited for and released).
         let diagnostics = [
             ("nocompute", 1),
             ("nocopy", 2),
             ("nowait", 4),
             ("stream-only", 5),
+            ("protocol-only", 7),
         ]
         .map(|(name, d)| {
             (

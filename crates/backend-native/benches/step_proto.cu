@@ -80,8 +80,7 @@ __device__ __forceinline__ float sp_load(const float* p) {
 __device__ __forceinline__ float sp_silu(float v) { return v / (1.0f + __expf(-v)); }
 
 // A barrier among the block's threads: all of them (the one-launch-per-phase and persistent
-// kernels), or with NAMED only the SP_THREADS consumer threads (step_stream.cu, whose producer
-// warp never joins).
+// kernels), or with NAMED only the first SP_THREADS (step_stream.cu's staging warps).
 template <bool NAMED>
 __device__ __forceinline__ void sp_sync() {
     if (NAMED)
@@ -112,20 +111,21 @@ __device__ __forceinline__ void sp_batched(const float* x, const float* x2, int 
     }
 }
 
-// A GEMV's x value as its phase reads it: silu(a) * b for a GLU input, else a; rounded to f16
-// (the decoder's activations are f16; step_stream.cu keeps x as halves).
-__device__ __forceinline__ u16 sp_x_half(bool glu, float a, float b) {
-    return f32_to_f16(glu ? sp_silu(a) * b : a);
-}
-
-// Stages the phase's x (k values) into shared memory; every (consumer) thread calls it.
-template <bool NAMED>
-__device__ __forceinline__ void sp_stage(float* xs, const Phase& p) {
+// A GEMV phase's x values as it reads them, each to out(i, h): silu(a) * b for a GLU input,
+// else a; rounded to f16 (the decoder's activations are f16; step_stream.cu keeps x as halves).
+template <int THREADS = SP_THREADS, int BATCH = SP_BATCH, typename Out>
+__device__ __forceinline__ void sp_x_values(const Phase& p, Out out) {
     int k = (int)p.k;
     bool glu = p.glu != 0;
-    sp_batched(p.x, glu ? p.x + k : nullptr, k,
-               [&](int i, float a, float b) { xs[i] = f16_to_f32(sp_x_half(glu, a, b)); });
-    sp_sync<NAMED>();
+    sp_batched<THREADS, BATCH>(p.x, glu ? p.x + k : nullptr, k, [&](int i, float a, float b) {
+        out(i, f32_to_f16(glu ? sp_silu(a) * b : a));
+    });
+}
+
+// Stages the phase's x (k values) into shared memory; every thread of the block calls it.
+__device__ __forceinline__ void sp_stage(float* xs, const Phase& p) {
+    sp_x_values(p, [&](int i, u16 h) { xs[i] = f16_to_f32(h); });
+    __syncthreads();
 }
 
 // The GEMV items of warp `gw` of `warps`, the first item's first round already in `first`:
@@ -232,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(SP_THREADS)
         Loads first;
         sp_issue(first, p, gw, 0, lane);
         pdl_wait();
-        sp_stage<false>(xs, p);
+        sp_stage(xs, p);
         sp_gemv(p, xs, first, gw, gridDim.x * SP_WARPS, lane);
     } else {
         pdl_wait();
@@ -280,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(SP_THREADS, 2)
         if (i > 0) sp_grid_barrier(barrier, (unsigned)i);
         if (p.kind == 0) {
             if (!early) sp_issue(first, p, gw, 0, lane);
-            sp_stage<false>(xs, p);
+            sp_stage(xs, p);
             sp_gemv(p, xs, first, gw, warps, lane);
             __syncthreads();  // xs is restaged by the next GEMV phase
         } else if (blockIdx.x == 0) {

@@ -234,20 +234,13 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, cons
                 const u32 xw[4] = {xr.x, xr.y, xr.z, xr.w};
                 float xv[8];
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    xv[2 * e] = f16_to_f32((u16)(xw[e] & 0xffff));
-                    xv[2 * e + 1] = f16_to_f32((u16)(xw[e] >> 16));
-                }
+                for (int e = 0; e < 8; e++)
+                    xv[e] = f16_to_f32((u16)(e & 1 ? xw[e / 2] >> 16 : xw[e / 2] & 0xffffu));
 #pragma unroll
                 for (int r = 0; r < SS_RMAX; r++) {
                     if (r >= rows) break;
-                    uint4 v = tile[r * units + u];
-                    const u32 h[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        acc[r] += f16_to_f32((u16)(h[e] & 0xffff)) * xv[2 * e];
-                        acc[r] += f16_to_f32((u16)(h[e] >> 16)) * xv[2 * e + 1];
-                    }
+                    const uint4 raw[1] = {tile[r * units + u]};
+                    acc[r] = dot_unit<1, 1>(raw, xv, acc[r]);  // the order of sp_consume's sums
                 }
             }
             __syncwarp();
@@ -265,9 +258,15 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, cons
     }
 }
 
+// How many blocks finish phase `dep` (bump its counter): all for a GEMV, block 0 for a tiny one.
+__device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
+    return dep >= 0 && phases[dep].kind != 0 ? 1u : gridDim.x;
+}
+
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
-// memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax halves, rounded up to 4), then 2 * slots
-// mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the launch) counts the blocks done with phase i.
+// memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax halves, rounded up to 4), then
+// 2 * slots mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the
+// launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
 // SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
@@ -293,31 +292,25 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
     bool stager = warp < SP_WARPS;
-    u32 blocks = gridDim.x;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind == 0) {
             bool folded = fold && i > 0 && phases[i - 1].kind == 1;
             int dep = folded ? i - 2 : i - 1;
-            u32 need = dep >= 0 && phases[dep].kind != 0 ? 1 : blocks;
             SsShare s = ss_share(p);
-            ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, need);
+            ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, ss_finishers(phases, dep));
             if (stager && folded) {
                 sp_norm<true>(phases[i - 1].x, (int)phases[i - 1].n, false,
                               [&](int j, float v) { xh[j] = f32_to_f16(v); });
             } else if (!folded) {  // every consumer warp, 16 loads in flight a thread
-                int k = (int)p.k;
-                bool glu = p.glu != 0;
-                sp_batched<SS_CONSUMERS * 32, 16>(
-                    p.x, glu ? p.x + k : nullptr, k,
-                    [&](int j, float a, float b) { xh[j] = sp_x_half(glu, a, b); });
+                sp_x_values<SS_CONSUMERS * 32, 16>(p, [&](int j, u16 h) { xh[j] = h; });
             }
             ss_sync();
             ss_consume(p, s, xh, q, stage, warp, lane, diag);
             stage += s.groups * s.chunks;
             ss_publish(counters, i);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
-            ss_await(counters, i - 1, i > 0 && phases[i - 1].kind != 0 ? 1 : blocks);
+            ss_await(counters, i - 1, ss_finishers(phases, i - 1));
             if (stager)
                 sp_norm<true>(p.x, (int)p.n, p.kind == 2, [&](int j, float v) { p.y[j] = v; });
             ss_publish(counters, i);

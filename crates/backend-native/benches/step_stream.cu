@@ -20,12 +20,11 @@
 #define SS_CONSUMERS 16
 #endif
 #define SS_THREADS (SS_CONSUMERS * 32 + 32)
-// Halves of a ring slot (8 KB), of a row's chunk (a multiple of 256, so a lane's units keep
-// their order across chunks) and rows a slot holds at most. Round 25 (16 KB slots, 8 warps): 512
+// Halves of a row's chunk at most (a multiple of 256, so a lane's units keep their order across
+// chunks; a chunk is also at most a slot) and rows a slot holds at most. A slot's size is a
+// launch parameter (`slot_halves`, a multiple of 256). Round 25 (16 KB slots, 8 warps): 512
 // columns (16 rows a slot, 1 KB copies) streamed at half the rate of 2,048 (4 KB copies): the
-// bulk copies' size set the pace; 2,048 to 8,192 were within 5% of each other. Slots of 8 KB
-// give the 16 warps more slots than warps.
-#define SS_SLOT_HALVES 4096
+// bulk copies' size set the pace; 2,048 to 8,192 were within 5% of each other.
 #ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256; CUDA_NOTES round 25)
 #define SS_CMAX 2048
 #endif
@@ -37,14 +36,15 @@ struct SsShare {
     int r0, rows, R, C, chunks, groups;
 };
 
-__device__ __forceinline__ SsShare ss_share(const Phase& p) {
+__device__ __forceinline__ SsShare ss_share(const Phase& p, int slot_halves) {
     SsShare s;
     long long g = gridDim.x, b = blockIdx.x;
     s.r0 = (int)(p.n * b / g);
     s.rows = (int)(p.n * (b + 1) / g) - s.r0;
-    s.C = p.k < SS_CMAX ? (int)p.k : SS_CMAX;
+    int cmax = min(SS_CMAX, slot_halves);
+    s.C = p.k < cmax ? (int)p.k : cmax;
     s.chunks = (int)((p.k + s.C - 1) / s.C);
-    s.R = SS_SLOT_HALVES / s.C;
+    s.R = slot_halves / s.C;
     s.R = s.R < 1 ? 1 : (s.R > SS_RMAX ? SS_RMAX : s.R);
     s.groups = (s.rows + s.R - 1) / s.R;
     return s;
@@ -124,6 +124,46 @@ __device__ __forceinline__ u32 ss_acquire(const unsigned* p) {
     return v;
 }
 
+// The trace (a launch parameter; null: none): per phase and block, SS_EVENTS words of the SM's
+// clock (cycles: %globaltimer ticks too coarsely to time a phase), written by consumer thread 0
+// (the phase's READY after its input's wait, STAGED after x, CONSUMED when the block's last
+// warp is done, PUBLISHED after its counter's release), by the producer (FIRST and LAST: its
+// phase's first and last slot issued; PRODUCER_WAIT: cycles it waited for empty slots in the
+// phase) and by consumer warp 0 (FULL_WAIT: cycles it waited for full slots in the phase); and
+// GLOBAL, %globaltimer's ns beside READY, which places each SM's clock on one time line.
+// src/cuda/step_timing/trace.rs reads it.
+#define SS_EVENTS 9
+enum SsEvent {
+    SS_READY,
+    SS_STAGED,
+    SS_CONSUMED,
+    SS_PUBLISHED,
+    SS_FIRST,
+    SS_LAST,
+    SS_PRODUCER_WAIT,
+    SS_FULL_WAIT,
+    SS_GLOBAL
+};
+
+__device__ __forceinline__ unsigned long long ss_clock() { return (unsigned long long)clock64(); }
+
+__device__ __forceinline__ void ss_note(unsigned long long* trace, int phase, int event,
+                                        unsigned long long v) {
+    if (trace != nullptr)
+        trace[((size_t)phase * gridDim.x + blockIdx.x) * SS_EVENTS + event] = v;
+}
+
+__device__ __forceinline__ void ss_stamp(unsigned long long* trace, int phase, int event) {
+    if (trace != nullptr) ss_note(trace, phase, event, ss_clock());
+}
+
+// Consumer thread 0 notes that phase `phase` may start (on both clocks).
+__device__ __forceinline__ void ss_ready(unsigned long long* trace, int phase) {
+    if (trace == nullptr || threadIdx.x != 0) return;
+    ss_note(trace, phase, SS_READY, ss_clock());
+    ss_note(trace, phase, SS_GLOBAL, sp_now_ns());
+}
+
 // Every consumer warp's barrier (barrier 2).
 __device__ __forceinline__ void ss_sync() {
     asm volatile("bar.sync 2, %0;" ::"n"(SS_CONSUMERS * 32) : "memory");
@@ -140,13 +180,15 @@ __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 
 }
 
 // After a barrier that orders every consumer's writes of phase i, publishes them.
-__device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
+__device__ __forceinline__ void ss_publish(unsigned* counters, int i, unsigned long long* trace) {
     ss_sync();
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
+        ss_stamp(trace, i, SS_CONSUMED);
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i) : "memory");
+        ss_stamp(trace, i, SS_PUBLISHED);
+    }
 }
 
-// The producer (one lane): every GEMV phase's share, slot after slot.
 // The producer (one lane): every GEMV phase's share, slot after slot. Groups go to the warps
 // round-robin, so a phase's slots come in waves of SS_CONSUMERS groups, chunk-major inside a wave:
 // consecutive slots feed different warps. SS_NO_COPY (a `diag` bit): the producer arrives on
@@ -157,26 +199,32 @@ __device__ __forceinline__ void ss_publish(unsigned* counters, int i) {
 #define SS_NO_WAIT 4
 
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
-                           unsigned long long* full, unsigned long long* empty, bool evict,
-                           int diag) {
+                           int slot_halves, unsigned long long* full, unsigned long long* empty,
+                           bool evict, int diag, unsigned long long* trace) {
     int slot = 0;
     u32 use = 0;  // of `slot`
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind != 0) continue;
-        SsShare s = ss_share(p);
+        SsShare s = ss_share(p, slot_halves);
+        unsigned long long waited = 0;
         for (int w0 = 0; w0 < s.groups; w0 += SS_CONSUMERS) {
             int wg = min(SS_CONSUMERS, s.groups - w0);
             for (int c = 0; c < s.chunks; c++)
                 for (int g = w0; g < w0 + wg; g++) {
-                    if (use > 0) ss_wait(empty + slot, (use - 1) & 1);
+                    if (use > 0) {
+                        unsigned long long t0 = trace != nullptr ? ss_clock() : 0;
+                        ss_wait(empty + slot, (use - 1) & 1);
+                        if (trace != nullptr) waited += ss_clock() - t0;
+                    }
+                    if (w0 == 0 && c == 0 && g == 0) ss_stamp(trace, i, SS_FIRST);
                     int rows = min(s.R, s.rows - g * s.R);
                     int c0 = c * s.C, cs = min(s.C, (int)p.k - c0);
                     if (diag & SS_NO_COPY) {
                         ss_arrive(full + slot);
                     } else {
                         ss_expect(full + slot, (u32)(rows * cs * 2));
-                        char* dst = ring + (size_t)slot * SS_SLOT_HALVES * 2;
+                        char* dst = ring + (size_t)slot * slot_halves * 2;
                         const u16* src = p.w + (size_t)(s.r0 + g * s.R) * p.k + c0;
                         if (cs == p.k)  // whole rows: adjacent in memory, one copy
                             ss_bulk(dst, src, (u32)(rows * cs * 2), full + slot, evict);
@@ -191,6 +239,8 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
                     }
                 }
         }
+        ss_stamp(trace, i, SS_LAST);
+        ss_note(trace, i, SS_PRODUCER_WAIT, waited);
     }
 }
 
@@ -200,16 +250,19 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
 // two phases behind it (where its parity would name the wrong phase).
 struct SsRing {
     const char* slots_at;
-    int slots;
+    int slots, slot_halves;
     unsigned long long *full, *empty;
     volatile u32* consumed;
 };
 
 // One consumer warp's groups of a GEMV phase whose x is staged in xh (halves); `stage` is the
-// block's first slot number of this phase.
+// block's first slot number of this phase. Returns the cycles its lane 0 waited for full slots when
+// `timed` (else 0).
 // SS_NO_COMPUTE (a `diag` bit): the slots are waited for and released without their products.
-__device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, const SsRing& q,
-                           int stage, int warp, int lane, int diag) {
+__device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const u16* xh,
+                                         const SsRing& q, int stage, int warp, int lane,
+                                         int diag, bool timed) {
+    unsigned long long waited = 0;
     for (int g = warp; g < s.groups; g += SS_CONSUMERS) {
         int rows = min(s.R, s.rows - g * s.R);
         float acc[SS_RMAX];
@@ -220,6 +273,7 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, cons
             int at = stage + w0 * s.chunks + c * wg + warp;
             int slot = at % q.slots;
             u32 use = (u32)(at / q.slots);
+            unsigned long long t0 = timed ? ss_clock() : 0;
             if (lane == 0) {
                 unsigned long long until = 0;
                 u32 polls = 0;
@@ -227,8 +281,9 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, cons
             }
             __syncwarp();
             ss_wait(q.full + slot, use & 1);
+            if (timed) waited += ss_clock() - t0;
             int c0 = c * s.C, units = (min(s.C, (int)p.k - c0)) / 8;
-            const uint4* tile = (const uint4*)(q.slots_at + (size_t)slot * SS_SLOT_HALVES * 2);
+            const uint4* tile = (const uint4*)(q.slots_at + (size_t)slot * q.slot_halves * 2);
             for (int u = (diag & SS_NO_COMPUTE) ? units : lane; u < units; u += 32) {
                 uint4 xr = *(const uint4*)(xh + c0 + u * 8);
                 const u32 xw[4] = {xr.x, xr.y, xr.z, xr.w};
@@ -256,6 +311,7 @@ __device__ void ss_consume(const Phase& p, const SsShare& s, const u16* xh, cons
             if (lane == 0) p.y[s.r0 + g * s.R + r] = sum;
         }
     }
+    return waited;
 }
 
 // How many blocks finish phase `dep` (bump its counter): all for a GEMV, block 0 for a tiny one.
@@ -264,20 +320,22 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
 }
 
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
-// memory: `slots` slots of SS_SLOT_HALVES halves, then x (xmax halves, rounded up to 4), then
+// memory: `slots` slots of `slot_halves` halves, then x (xmax halves, rounded up to 4), then
 // 2 * slots mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the
 // launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
 // SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
+// trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int xmax, int fold, int evict, int diag) {
+                int slot_halves, int xmax, int fold, int evict, int diag,
+                unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
-    u16* xh = (u16*)(ring + (size_t)slots * SS_SLOT_HALVES * 2);
+    u16* xh = (u16*)(ring + (size_t)slots * slot_halves * 2);
     unsigned long long* full = (unsigned long long*)(xh + ((xmax + 3) & ~3));
     unsigned long long* empty = full + slots;
-    SsRing q = {ring, slots, full, empty, (volatile u32*)(empty + slots)};
+    SsRing q = {ring, slots, slot_halves, full, empty, (volatile u32*)(empty + slots)};
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0)
         for (int i = 0; i < slots; i++) {
@@ -287,7 +345,9 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         }
     __syncthreads();
     if (warp == SS_CONSUMERS) {
-        if (lane == 0) ss_produce(phases, count, ring, slots, full, empty, evict != 0, diag);
+        if (lane == 0)
+            ss_produce(phases, count, ring, slots, slot_halves, full, empty, evict != 0, diag,
+                       trace);
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
@@ -297,8 +357,9 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         if (p.kind == 0) {
             bool folded = fold && i > 0 && phases[i - 1].kind == 1;
             int dep = folded ? i - 2 : i - 1;
-            SsShare s = ss_share(p);
+            SsShare s = ss_share(p, slot_halves);
             ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, ss_finishers(phases, dep));
+            ss_ready(trace, i);
             if (stager && folded) {
                 sp_norm<true>(phases[i - 1].x, (int)phases[i - 1].n, false,
                               [&](int j, float v) { xh[j] = f32_to_f16(v); });
@@ -306,14 +367,18 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
                 sp_x_values<SS_CONSUMERS * 32, 16>(p, [&](int j, u16 h) { xh[j] = h; });
             }
             ss_sync();
-            ss_consume(p, s, xh, q, stage, warp, lane, diag);
+            if (threadIdx.x == 0) ss_stamp(trace, i, SS_STAGED);
+            unsigned long long waited =
+                ss_consume(p, s, xh, q, stage, warp, lane, diag, trace != nullptr && warp == 0);
+            if (threadIdx.x == 0) ss_note(trace, i, SS_FULL_WAIT, waited);
             stage += s.groups * s.chunks;
-            ss_publish(counters, i);
+            ss_publish(counters, i, trace);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
             ss_await(counters, i - 1, ss_finishers(phases, i - 1));
+            ss_ready(trace, i);
             if (stager)
                 sp_norm<true>(p.x, (int)p.n, p.kind == 2, [&](int j, float v) { p.y[j] = v; });
-            ss_publish(counters, i);
+            ss_publish(counters, i, trace);
         }
     }
 }

@@ -14,6 +14,10 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, sys};
 use std::sync::Arc;
 
 mod stream;
+mod trace;
+
+use stream::StreamOpts;
+pub use trace::{TraceRow, TraceSummary};
 
 /// The prototype's source (compiled with the prelude like every kernel family; CI compiles it).
 pub const STEP_PROTO: Source = Source {
@@ -157,6 +161,8 @@ pub struct StepTiming {
     pub same_bits: bool,
     /// Why this variant did not run (the other fields are then empty).
     pub error: Option<String>,
+    /// Where a layer's time went, for a traced `stream` variant.
+    pub trace: Option<TraceSummary>,
 }
 
 struct Proto {
@@ -221,6 +227,8 @@ struct Step {
     barrier: DevBuf<u32>,
     /// `step_stream`'s counters: blocks done with each phase.
     counters: DevBuf<u32>,
+    /// `step_stream`'s trace: [`trace::EVENTS`] words per phase and block.
+    trace: DevBuf<u64>,
 }
 
 impl Step {
@@ -284,6 +292,7 @@ impl Step {
             table: DevBuf::from_host(stream, &words)?,
             barrier: DevBuf::<u32>::zeros(stream, 1)?,
             counters: DevBuf::<u32>::zeros(stream, phases.len())?,
+            trace: DevBuf::<u64>::zeros(stream, phases.len() * proto.sms * trace::EVENTS)?,
             phases,
         })
     }
@@ -351,76 +360,104 @@ impl Step {
     }
 }
 
-/// Times `models` (see [`step_shape`]) on device `ordinal`: launches, then persistent with 1 and
-/// 2 blocks per SM, with and without `early`, then streamed (with and without the norm fold and
-/// the evict-first copies, and its diagnostics); `reps` timed replays each. A variant that cannot
-/// run (a cooperative grid that does not fit) is reported with its error. Each timing goes to
-/// `report` as soon as it is measured (a variant that hangs leaves the ones before it).
+/// The ways of running a step that [`time_steps`] times, by name: launches; persistent with 1
+/// and 2 blocks an SM, with and without `early`; streamed with and without the norm fold and
+/// the evict-first copies; the best streamed form with 16 and 32 KiB slots; its diagnostics;
+/// and traced runs of the best form and of its no-copies diagnostic.
+fn ways(sms: usize) -> Vec<(String, Way)> {
+    let mut ways = vec![("launches".to_string(), Way::Launches)];
+    for per_sm in [1, 2] {
+        for early in [true, false] {
+            let name = format!("persistent{}", if early { "-early" } else { "" });
+            ways.push((name, Way::Persistent((sms * per_sm, early))));
+        }
+    }
+    let best = StreamOpts::BEST;
+    for (fold, evict) in [(false, false), (false, true), (true, false), (true, true)] {
+        let name = format!(
+            "stream{}{}",
+            if fold { "-fold" } else { "" },
+            if evict { "-evict" } else { "" }
+        );
+        let opts = StreamOpts {
+            fold,
+            evict,
+            ..best
+        };
+        ways.push((name, Way::Stream(opts)));
+    }
+    for slot_kib in [16, 32] {
+        let opts = StreamOpts { slot_kib, ..best };
+        ways.push((format!("stream-fold-evict-{slot_kib}k"), Way::Stream(opts)));
+    }
+    // Diagnostics of the best form (`diag` bits of step_stream.cu): no products, no copies, no
+    // waits for the chain; neither products nor waits (the weight stream alone); none of the
+    // three (the ring's protocol alone: slots armed, waited for and released).
+    for (name, diag) in [
+        ("nocompute", 1),
+        ("nocopy", 2),
+        ("nowait", 4),
+        ("stream-only", 5),
+        ("protocol-only", 7),
+    ] {
+        let opts = StreamOpts { diag, ..best };
+        ways.push((format!("stream-diag-{name}"), Way::Stream(opts)));
+    }
+    for (name, diag) in [("trace", 0), ("trace-nocopy", 2)] {
+        let opts = StreamOpts {
+            diag,
+            trace: true,
+            ..best
+        };
+        ways.push((name.to_string(), Way::Stream(opts)));
+    }
+    ways
+}
+
+/// Times `models` (see [`step_shape`]) on device `ordinal` the [`ways`] named in `only` (all
+/// when empty), `reps` timed replays each. A way that cannot run (a cooperative grid that does
+/// not fit) is reported with its error. Each timing goes to `report` as soon as it is measured
+/// (a way that hangs leaves the ones before it).
 pub fn time_steps(
     ordinal: usize,
     models: &[String],
+    only: &[String],
     reps: usize,
     report: &mut dyn FnMut(&StepTiming),
 ) -> Result<(), Error> {
     let device = Device::open(ordinal)?;
     let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
     let proto = load(&device)?;
+    let chosen: Vec<(String, Way)> = ways(proto.sms)
+        .into_iter()
+        .filter(|(name, _)| only.is_empty() || only.contains(name))
+        .collect();
+    if chosen.is_empty() {
+        let known: Vec<String> = ways(proto.sms).into_iter().map(|(n, _)| n).collect();
+        return Err(crate::error::invalid(
+            "step variants",
+            format!("none of {only:?} is one of {known:?}"),
+        ));
+    }
     for model in models {
         let step = Step::new(&stream, &proto, model)?;
         let layers = step.shape.3;
-        let mut variants = vec![("launches".to_string(), None)];
-        for per_sm in [1, 2] {
-            for early in [true, false] {
-                let name = format!("persistent{}", if early { "-early" } else { "" });
-                variants.push((name, Some((proto.sms * per_sm, early))));
-            }
-        }
-        let variants = variants
-            .into_iter()
-            .map(|(name, p)| (name, p.map(Way::Persistent)));
-        let streamed =
-            [(false, false), (false, true), (true, false), (true, true)].map(|(f, e)| {
-                let name = format!(
-                    "stream{}{}",
-                    if f { "-fold" } else { "" },
-                    if e { "-evict" } else { "" }
-                );
-                (name, Some(Way::Stream(f, e, 0)))
-            });
-        // Diagnostics of stream-fold-evict (`diag` bits of step_stream.cu): no products, no
-        // copies, no waits for the chain; neither products nor waits (the weight stream alone);
-        // none of the three (the ring's protocol alone: slots armed, waited for and released).
-        let diagnostics = [
-            ("nocompute", 1),
-            ("nocopy", 2),
-            ("nowait", 4),
-            ("stream-only", 5),
-            ("protocol-only", 7),
-        ]
-        .map(|(name, d)| {
-            (
-                format!("stream-diag-{name}"),
-                Some(Way::Stream(true, true, d)),
-            )
-        });
+        // The first way run is the reference for the bits (launches, when chosen).
         let mut reference: Option<Vec<u32>> = None;
-        for (variant, way) in variants.chain(streamed).chain(diagnostics) {
+        for (variant, way) in &chosen {
+            let way = *way;
             let enqueue = || match way {
-                None => step.launches(&stream, &proto),
-                Some(Way::Persistent((blocks, early))) => {
-                    step.persistent(&stream, &proto, blocks, early)
-                }
-                Some(Way::Stream(fold, evict, diag)) => {
-                    step.streamed(&stream, &proto, fold, evict, diag)
-                }
+                Way::Launches => step.launches(&stream, &proto),
+                Way::Persistent((blocks, early)) => step.persistent(&stream, &proto, blocks, early),
+                Way::Stream(opts) => step.streamed(&stream, &proto, opts),
             };
             let mut t = StepTiming {
                 model: model.clone(),
-                variant,
+                variant: variant.clone(),
                 blocks: match way {
-                    None => 0,
-                    Some(Way::Persistent((blocks, _))) => blocks,
-                    Some(Way::Stream(..)) => proto.sms,
+                    Way::Launches => 0,
+                    Way::Persistent((blocks, _)) => blocks,
+                    Way::Stream(_) => proto.sms,
                 },
                 layers,
                 us_per_layer_median: f64::NAN,
@@ -428,6 +465,7 @@ pub fn time_steps(
                 weight_gbs: f64::NAN,
                 same_bits: false,
                 error: None,
+                trace: None,
             };
             match step.time(&stream, reps, &enqueue) {
                 Ok(((median, min), result)) => {
@@ -436,6 +474,9 @@ pub fn time_steps(
                     t.us_per_layer_median = median / layers as f64;
                     t.us_per_layer_min = min / layers as f64;
                     t.weight_gbs = step.layer_bytes as f64 / t.us_per_layer_median / 1e3;
+                    if matches!(way, Way::Stream(o) if o.trace) {
+                        t.trace = step.read_trace(&stream, proto.sms)?;
+                    }
                 }
                 Err(e) => t.error = Some(e.to_string()),
             }
@@ -445,13 +486,33 @@ pub fn time_steps(
     Ok(())
 }
 
-/// A way of running the step other than one launch per phase.
+impl Step {
+    /// The last traced run's trace, summarized (None when it could not be placed in time).
+    fn read_trace(
+        &self,
+        stream: &Arc<CudaStream>,
+        blocks: usize,
+    ) -> Result<Option<TraceSummary>, Error> {
+        let mut words = vec![0u64; self.trace.len];
+        self.trace.read(stream, &mut words)?;
+        let per_layer = self.phases.len() / self.shape.3;
+        let gemv: Vec<bool> = self.phases[..per_layer]
+            .iter()
+            .map(|p| p.kind == PhaseKind::Gemv)
+            .collect();
+        Ok(trace::summarize(&words, per_layer, &gemv, blocks))
+    }
+}
+
+/// A way of running the step.
 #[derive(Debug, Clone, Copy)]
 enum Way {
+    /// One launch per phase.
+    Launches,
     /// `step_persistent` with (blocks, early).
     Persistent((usize, bool)),
-    /// `step_stream` with (fold, evict, diag).
-    Stream(bool, bool, i32),
+    /// `step_stream`.
+    Stream(StreamOpts),
 }
 
 fn config(blocks: usize, shared: u32) -> LaunchConfig {
@@ -551,7 +612,7 @@ mod tests {
             ("SP_THREADS", THREADS as usize),
             ("SP_WARPS", WARPS),
             ("SP_COLS", COLS),
-            ("SS_SLOT_HALVES", stream::SLOT_BYTES / 2),
+            ("SS_EVENTS", trace::EVENTS),
             ("SS_CONSUMERS", stream::CONSUMERS),
         ] {
             assert!(

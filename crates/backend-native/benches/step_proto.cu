@@ -14,16 +14,20 @@
 
 #define SP_THREADS 256
 #define SP_WARPS 8
-#ifndef SP_COLS  // columns per warp item (GENAI_BRIDGE_NVRTC_DEFINES may set it)
+#ifndef SP_COLS  // columns per warp item (GENAI_BRIDGE_NVRTC_DEFINES may set it; even)
 #define SP_COLS 4
+#endif
+#if SP_COLS % 2 != 0
+#error "SP_COLS must be even: a (gate, up) pair's two rows share an item"
 #endif
 #ifndef SP_U  // 16-byte units per lane, column and round
 #define SP_U 2
 #endif
 
 // One phase (all 64-bit fields: the host writes them as u64 words). kind 0: GEMV y[n] = W x
-// with W [n, k]; glu: x is silu(a) * b of a 2k-wide input [a, b]. kind 1: y = x / rms(x), n
-// values (a norm); kind 2: the same as a stand-in for the attention (see SP_ATTN_NS).
+// with W [n, k]; glu: W's rows are (gate, up) pairs, as the decoder orders them, and y has n / 2
+// values silu(gate . x) * (up . x). kind 1: y = x / rms(x), n values (a norm); kind 2: the same
+// as a stand-in for the attention (see SP_ATTN_NS).
 struct Phase {
     long long kind, n, k, glu;
     const u16* w;
@@ -90,36 +94,40 @@ __device__ __forceinline__ void sp_sync() {
 }
 
 // Loads batches of BATCH of a thread's values at once (x is read from the L2 with latency that
-// a loop of one load at a time would pay per value), then `use`s them in order: use(i, a, b)
-// with a = x[i] and, with `x2`, b = x2[i] (else 0). THREADS threads from thread 0 take part.
+// a loop of one load at a time would pay per value), then `use`s them in order: use(i, x[i]).
+// THREADS threads from thread 0 take part.
 #define SP_BATCH 8
 template <int THREADS = SP_THREADS, int BATCH = SP_BATCH, typename Use>
-__device__ __forceinline__ void sp_batched(const float* x, const float* x2, int n, Use use) {
+__device__ __forceinline__ void sp_batched(const float* x, int n, Use use) {
     for (int base = threadIdx.x; base < n; base += BATCH * THREADS) {
-        float v[BATCH], w[BATCH];
+        float v[BATCH];
 #pragma unroll
         for (int j = 0; j < BATCH; j++) {
             int i = base + j * THREADS;
             v[j] = i < n ? sp_load(x + i) : 0.0f;
-            w[j] = x2 != nullptr && i < n ? sp_load(x2 + i) : 0.0f;
         }
 #pragma unroll
         for (int j = 0; j < BATCH; j++) {
             int i = base + j * THREADS;
-            if (i < n) use(i, v[j], w[j]);
+            if (i < n) use(i, v[j]);
         }
     }
 }
 
-// A GEMV phase's x values as it reads them, each to out(i, h): silu(a) * b for a GLU input,
-// else a; rounded to f16 (the decoder's activations are f16; step_stream.cu keeps x as halves).
+// A GEMV phase's x values as it reads them, each to out(i, h), rounded to f16 (the decoder's
+// activations are f16; step_stream.cu keeps x as halves).
 template <int THREADS = SP_THREADS, int BATCH = SP_BATCH, typename Out>
 __device__ __forceinline__ void sp_x_values(const Phase& p, Out out) {
-    int k = (int)p.k;
-    bool glu = p.glu != 0;
-    sp_batched<THREADS, BATCH>(p.x, glu ? p.x + k : nullptr, k, [&](int i, float a, float b) {
-        out(i, f32_to_f16(glu ? sp_silu(a) * b : a));
-    });
+    sp_batched<THREADS, BATCH>(p.x, (int)p.k, [&](int i, float a) { out(i, f32_to_f16(a)); });
+}
+
+// A GEMV's output row `col` (of n) is `sum`: stored as y[col], or with glu (pairs) y[col / 2] =
+// silu(gate) * up once the pair's up row (odd col) is known, its gate's sum in `gate`.
+__device__ __forceinline__ void sp_output(const Phase& p, long long col, float gate, float sum) {
+    if (!p.glu)
+        p.y[col] = sum;
+    else if (col & 1)
+        p.y[col / 2] = sp_silu(gate) * sum;
 }
 
 // Stages the phase's x (k values) into shared memory; every thread of the block calls it.
@@ -146,10 +154,12 @@ __device__ __forceinline__ void sp_gemv(const Phase& p, const float* xs, const L
         if (s + 1 < steps) sp_issue(next, p, gw + (s + 1) / rounds * warps, (s + 1) % rounds, lane);
         sp_consume(cur, acc, xs, (int)p.k, r, lane);
         if (r == rounds - 1) {
+            float gate = 0.0f;  // an item holds whole pairs (SP_COLS is even)
 #pragma unroll
             for (int c = 0; c < SP_COLS; c++) {
                 float sum = warp_sum(acc[c]);
-                if (lane == 0 && item * SP_COLS + c < p.n) p.y[item * SP_COLS + c] = sum;
+                if (lane == 0 && item * SP_COLS + c < p.n) sp_output(p, item * SP_COLS + c, gate, sum);
+                gate = sum;
                 acc[c] = 0.0f;
             }
         }
@@ -191,7 +201,7 @@ __device__ __forceinline__ void sp_norm(const float* x, int n, bool attention, O
         for (int j = 0; j < SP_NORM_HELD; j++)
             if (threadIdx.x + j * SP_THREADS < n) s += v[j] * v[j];
     } else {
-        sp_batched(x, nullptr, n, [&](int, float a, float) { s += a * a; });
+        sp_batched(x, n, [&](int, float a) { s += a * a; });
     }
     s = warp_sum(s);
     if (lane == 0) part[warp] = s;
@@ -207,7 +217,7 @@ __device__ __forceinline__ void sp_norm(const float* x, int n, bool attention, O
             if (i < n) out(i, v[j] * scale);
         }
     } else {
-        sp_batched(x, nullptr, n, [&](int i, float a, float) { out(i, a * scale); });
+        sp_batched(x, n, [&](int i, float a) { out(i, a * scale); });
     }
     if (SP_ATTN_NS > 0 && attention && threadIdx.x == 0) {
         unsigned long long until = sp_now_ns() + SP_ATTN_NS;

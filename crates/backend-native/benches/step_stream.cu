@@ -29,6 +29,9 @@
 #define SS_CMAX 2048
 #endif
 #define SS_RMAX 16
+// A block's rows of a GLU phase at most: their sums wait in shared memory (ss_sums) until the
+// block's warps are done, then each pair gives its output (the host checks the shapes).
+#define SS_YMAX 512
 
 // The block's share of a GEMV phase: rows [r0, r0 + rows) in groups of R rows; a slot holds
 // one chunk (C columns, the last one fewer) of a group's rows.
@@ -38,9 +41,9 @@ struct SsShare {
 
 __device__ __forceinline__ SsShare ss_share(const Phase& p, int slot_halves) {
     SsShare s;
-    long long g = gridDim.x, b = blockIdx.x;
-    s.r0 = (int)(p.n * b / g);
-    s.rows = (int)(p.n * (b + 1) / g) - s.r0;
+    long long g = gridDim.x, b = blockIdx.x, pair = p.glu ? 2 : 1;  // (gate, up) pairs stay whole
+    s.r0 = (int)(p.n / pair * b / g * pair);
+    s.rows = (int)(p.n / pair * (b + 1) / g * pair) - s.r0;
     int cmax = min(SS_CMAX, slot_halves);
     s.C = p.k < cmax ? (int)p.k : cmax;
     s.chunks = (int)((p.k + s.C - 1) / s.C);
@@ -189,58 +192,123 @@ __device__ __forceinline__ void ss_publish(unsigned* counters, int i, unsigned l
     }
 }
 
-// The producer (one lane): every GEMV phase's share, slot after slot. Groups go to the warps
-// round-robin, so a phase's slots come in waves of SS_CONSUMERS groups, chunk-major inside a wave:
-// consecutive slots feed different warps. SS_NO_COPY (a `diag` bit): the producer arrives on
-// each slot without copying (the consumers multiply whatever the slot holds), so a run times
-// the chain and the products alone.
+// A block's slots, in the order the producer fills them: every GEMV phase's share, slot after
+// slot. Groups go to the warps round-robin, so a phase's slots come in waves of SS_CONSUMERS
+// groups, chunk-major inside a wave: consecutive slots feed different warps. `diag` bits:
+// SS_NO_COPY, the producer arrives on each slot without copying (the consumers multiply
+// whatever the slot holds), so a run times the chain and the products alone; SS_NO_COMPUTE and
+// SS_NO_WAIT, see ss_consume and step_stream.
 #define SS_NO_COMPUTE 1
 #define SS_NO_COPY 2
 #define SS_NO_WAIT 4
 
+// A position in the block's sequence of slots: phase i (a GEMV, or count at the end), its
+// share, and the slot's wave (first group w0), chunk c and group g.
+struct SsCursor {
+    int i, w0, c, g;
+    Phase p;
+    SsShare s;
+};
+
+// Moves k to the first slot of the first GEMV phase at or after k.i.
+__device__ __forceinline__ void ss_seek(SsCursor& k, const Phase* phases, int count,
+                                        int slot_halves) {
+    for (; k.i < count; k.i++) {
+        k.p = phases[k.i];
+        if (k.p.kind != 0) continue;
+        k.s = ss_share(k.p, slot_halves);
+        k.w0 = k.c = k.g = 0;
+        if (k.s.groups > 0) return;
+    }
+}
+
+// The next slot: groups of a wave, then its next chunk, then the next wave, then the next phase.
+__device__ __forceinline__ void ss_advance(SsCursor& k, const Phase* phases, int count,
+                                           int slot_halves) {
+    int wg = min(SS_CONSUMERS, k.s.groups - k.w0);
+    if (++k.g < k.w0 + wg) return;
+    k.g = k.w0;
+    if (++k.c < k.s.chunks) return;
+    k.c = 0;
+    k.w0 += SS_CONSUMERS;
+    k.g = k.w0;
+    if (k.w0 < k.s.groups) return;
+    k.i++;
+    ss_seek(k, phases, count, slot_halves);
+}
+
+// The slot's rows and their columns [c0, c0 + cs), and where its first row's chunk starts.
+__device__ __forceinline__ const u16* ss_source(const SsCursor& k, int& rows, int& cs) {
+    rows = min(k.s.R, k.s.rows - k.g * k.s.R);
+    int c0 = k.c * k.s.C;
+    cs = min(k.s.C, (int)k.p.k - c0);
+    return k.p.w + (size_t)(k.s.r0 + k.g * k.s.R) * k.p.k + c0;
+}
+
+// Asks the L2 for a slot's weights (a hint: nothing waits for it).
+__device__ __forceinline__ void ss_prefetch(const SsCursor& k) {
+#if __CUDA_ARCH__ >= 900
+    int rows, cs;
+    const u16* src = ss_source(k, rows, cs);
+    bool whole = cs == k.p.k;
+    for (int r = 0; r < (whole ? 1 : rows); r++)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + (size_t)r * k.p.k),
+                     "r"((u32)((whole ? rows : 1) * cs * 2))
+                     : "memory");
+#endif
+}
+
+// The producer (one lane): the block's slots in order, each copied into the ring when its slot
+// is free; with `prefetch` > 0 it also asks the L2 for the weights of the `prefetch` slots after
+// the newest one copied, so DRAM keeps streaming while a full ring waits for the chain.
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
                            int slot_halves, unsigned long long* full, unsigned long long* empty,
-                           bool evict, int diag, unsigned long long* trace) {
+                           bool evict, int diag, int prefetch, unsigned long long* trace) {
     int slot = 0;
     u32 use = 0;  // of `slot`
-    for (int i = 0; i < count; i++) {
-        Phase p = phases[i];
-        if (p.kind != 0) continue;
-        SsShare s = ss_share(p, slot_halves);
-        unsigned long long waited = 0;
-        for (int w0 = 0; w0 < s.groups; w0 += SS_CONSUMERS) {
-            int wg = min(SS_CONSUMERS, s.groups - w0);
-            for (int c = 0; c < s.chunks; c++)
-                for (int g = w0; g < w0 + wg; g++) {
-                    if (use > 0) {
-                        unsigned long long t0 = trace != nullptr ? ss_clock() : 0;
-                        ss_wait(empty + slot, (use - 1) & 1);
-                        if (trace != nullptr) waited += ss_clock() - t0;
-                    }
-                    if (w0 == 0 && c == 0 && g == 0) ss_stamp(trace, i, SS_FIRST);
-                    int rows = min(s.R, s.rows - g * s.R);
-                    int c0 = c * s.C, cs = min(s.C, (int)p.k - c0);
-                    if (diag & SS_NO_COPY) {
-                        ss_arrive(full + slot);
-                    } else {
-                        ss_expect(full + slot, (u32)(rows * cs * 2));
-                        char* dst = ring + (size_t)slot * slot_halves * 2;
-                        const u16* src = p.w + (size_t)(s.r0 + g * s.R) * p.k + c0;
-                        if (cs == p.k)  // whole rows: adjacent in memory, one copy
-                            ss_bulk(dst, src, (u32)(rows * cs * 2), full + slot, evict);
-                        else
-                            for (int r = 0; r < rows; r++)
-                                ss_bulk(dst + r * cs * 2, src + (size_t)r * p.k, (u32)(cs * 2),
-                                        full + slot, evict);
-                    }
-                    if (++slot == slots) {
-                        slot = 0;
-                        use++;
-                    }
-                }
+    SsCursor at;
+    at.i = 0;
+    ss_seek(at, phases, count, slot_halves);
+    SsCursor ahead = at;
+    int lead = 0;  // slots `ahead` is past `at`
+    unsigned long long waited = 0;
+    while (at.i < count) {
+        for (; lead < prefetch && ahead.i < count; lead++) {
+            ss_prefetch(ahead);
+            ss_advance(ahead, phases, count, slot_halves);
         }
-        ss_stamp(trace, i, SS_LAST);
-        ss_note(trace, i, SS_PRODUCER_WAIT, waited);
+        if (use > 0) {
+            unsigned long long t0 = trace != nullptr ? ss_clock() : 0;
+            ss_wait(empty + slot, (use - 1) & 1);
+            if (trace != nullptr) waited += ss_clock() - t0;
+        }
+        if (at.w0 == 0 && at.c == 0 && at.g == 0) ss_stamp(trace, at.i, SS_FIRST);
+        int rows, cs;
+        const u16* src = ss_source(at, rows, cs);
+        if (diag & SS_NO_COPY) {
+            ss_arrive(full + slot);
+        } else {
+            ss_expect(full + slot, (u32)(rows * cs * 2));
+            char* dst = ring + (size_t)slot * slot_halves * 2;
+            if (cs == at.p.k)  // whole rows: adjacent in memory, one copy
+                ss_bulk(dst, src, (u32)(rows * cs * 2), full + slot, evict);
+            else
+                for (int r = 0; r < rows; r++)
+                    ss_bulk(dst + r * cs * 2, src + (size_t)r * at.p.k, (u32)(cs * 2),
+                            full + slot, evict);
+        }
+        if (++slot == slots) {
+            slot = 0;
+            use++;
+        }
+        int phase = at.i;
+        ss_advance(at, phases, count, slot_halves);
+        lead = max(lead - 1, 0);
+        if (at.i != phase) {
+            ss_stamp(trace, phase, SS_LAST);
+            ss_note(trace, phase, SS_PRODUCER_WAIT, waited);
+            waited = 0;
+        }
     }
 }
 
@@ -256,12 +324,12 @@ struct SsRing {
 };
 
 // One consumer warp's groups of a GEMV phase whose x is staged in xh (halves); `stage` is the
-// block's first slot number of this phase. Returns the cycles its lane 0 waited for full slots when
-// `timed` (else 0).
+// block's first slot number of this phase; a GLU phase's sums go to `sums` (the block's rows),
+// the others' to y. Returns the cycles its lane 0 waited for full slots when `timed` (else 0).
 // SS_NO_COMPUTE (a `diag` bit): the slots are waited for and released without their products.
 __device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const u16* xh,
-                                         const SsRing& q, int stage, int warp, int lane,
-                                         int diag, bool timed) {
+                                         float* sums, const SsRing& q, int stage, int warp,
+                                         int lane, int diag, bool timed) {
     unsigned long long waited = 0;
     for (int g = warp; g < s.groups; g += SS_CONSUMERS) {
         int rows = min(s.R, s.rows - g * s.R);
@@ -308,7 +376,9 @@ __device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const
         for (int r = 0; r < SS_RMAX; r++) {
             if (r >= rows) break;
             float sum = warp_sum(acc[r]);
-            if (lane == 0) p.y[s.r0 + g * s.R + r] = sum;
+            int row = g * s.R + r;
+            if (lane == 0 && p.glu) sums[row] = sum;
+            else if (lane == 0) p.y[s.r0 + row] = sum;
         }
     }
     return waited;
@@ -326,12 +396,14 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
 // SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
+// prefetch: slots past the newest copied whose weights the producer asks the L2 for (0: none).
 // trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int slot_halves, int xmax, int fold, int evict, int diag,
+                int slot_halves, int xmax, int fold, int evict, int diag, int prefetch,
                 unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
+    __shared__ float sums[SS_YMAX];
     u16* xh = (u16*)(ring + (size_t)slots * slot_halves * 2);
     unsigned long long* full = (unsigned long long*)(xh + ((xmax + 3) & ~3));
     unsigned long long* empty = full + slots;
@@ -347,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     if (warp == SS_CONSUMERS) {
         if (lane == 0)
             ss_produce(phases, count, ring, slots, slot_halves, full, empty, evict != 0, diag,
-                       trace);
+                       prefetch, trace);
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
@@ -368,8 +440,13 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             }
             ss_sync();
             if (threadIdx.x == 0) ss_stamp(trace, i, SS_STAGED);
-            unsigned long long waited =
-                ss_consume(p, s, xh, q, stage, warp, lane, diag, trace != nullptr && warp == 0);
+            unsigned long long waited = ss_consume(p, s, xh, sums, q, stage, warp, lane, diag,
+                                                   trace != nullptr && warp == 0);
+            if (p.glu) {  // the pairs' outputs, once every warp's sums are in
+                ss_sync();
+                for (int j = threadIdx.x; 2 * j < s.rows; j += SS_CONSUMERS * 32)
+                    sp_output(p, s.r0 + 2 * j + 1, sums[2 * j], sums[2 * j + 1]);
+            }
             if (threadIdx.x == 0) ss_note(trace, i, SS_FULL_WAIT, waited);
             stage += s.groups * s.chunks;
             ss_publish(counters, i, trace);

@@ -68,7 +68,8 @@ pub struct Phase {
     pub kind: PhaseKind,
     pub n: usize,
     pub k: usize,
-    /// x is silu(a) * b of a 2k-wide input.
+    /// The rows are (gate, up) pairs and y has `n / 2` values silu(gate . x) * (up . x) (the
+    /// decoder's order and epilogue for a gated MLP).
     pub glu: bool,
     pub w: u64,
     pub x: u64,
@@ -92,7 +93,7 @@ impl Phase {
 }
 
 /// Activation buffers of the chain: the residual row, the normed row, qkv, the attention
-/// stand-in's output, o's output, the second normed row, gate/up.
+/// stand-in's output, o's output, the second normed row, silu(gate) * up.
 #[derive(Debug, Clone, Copy)]
 pub struct Rows {
     pub a: u64,
@@ -130,8 +131,8 @@ pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: R
         tiny(PhaseKind::Attention, r.q, r.t),
         gemv(w[1], hidden, hidden, false, r.t, r.a2),
         tiny(PhaseKind::Norm, r.a2, r.b2),
-        gemv(w[2], 2 * mlp, hidden, false, r.b2, r.g),
-        gemv(w[3], hidden, mlp, true, r.g, r.a),
+        gemv(w[2], 2 * mlp, hidden, true, r.b2, r.g),
+        gemv(w[3], hidden, mlp, false, r.g, r.a),
     ]
 }
 
@@ -196,7 +197,9 @@ fn load(device: &Device) -> Result<Proto, Error> {
     let floor = 48 * 1024 - 64;
     let a = opt_in_shared(&device.ctx, &phase, 256, floor).unwrap_or(floor);
     let b = opt_in_shared(&device.ctx, &persistent, 256, floor).unwrap_or(floor);
-    let stream_dynamic = opt_in_shared(&device.ctx, &stream, 256, floor);
+    // The static shared memory: step_stream.cu's GLU sums and the norm's partial sums.
+    let stream_static = stream::SUMS_MAX * 4 + 256;
+    let stream_dynamic = opt_in_shared(&device.ctx, &stream, stream_static, floor);
     let sms = device
         .ctx
         .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -257,7 +260,7 @@ impl Step {
                 weights.push(w);
             }
         }
-        let widths = [hidden, hidden, qkv, hidden, hidden, hidden, 2 * mlp];
+        let widths = [hidden, hidden, qkv, hidden, hidden, hidden, mlp];
         let rows = widths
             .iter()
             .map(|&len| DevBuf::<f32>::zeros(stream, len))
@@ -362,8 +365,9 @@ impl Step {
 
 /// The ways of running a step that [`time_steps`] times, by name: launches; persistent with 1
 /// and 2 blocks an SM, with and without `early`; streamed with and without the norm fold and
-/// the evict-first copies; the best streamed form with 16 and 32 KiB slots; its diagnostics;
-/// and traced runs of the best form and of its no-copies diagnostic.
+/// the evict-first copies; the best streamed form with 16 and 32 KiB slots, and with an L2
+/// prefetch 8 to 64 slots past the ring (each also traced); its diagnostics; and traced runs of
+/// the best form and of its no-copies diagnostic.
 fn ways(sms: usize) -> Vec<(String, Way)> {
     let mut ways = vec![("launches".to_string(), Way::Launches)];
     for per_sm in [1, 2] {
@@ -389,6 +393,15 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
     for slot_kib in [16, 32] {
         let opts = StreamOpts { slot_kib, ..best };
         ways.push((format!("stream-fold-evict-{slot_kib}k"), Way::Stream(opts)));
+    }
+    for prefetch in [8, 16, 32, 64] {
+        let opts = StreamOpts { prefetch, ..best };
+        ways.push((format!("stream-fold-evict-pf{prefetch}"), Way::Stream(opts)));
+        let traced = StreamOpts {
+            trace: true,
+            ..opts
+        };
+        ways.push((format!("trace-pf{prefetch}"), Way::Stream(traced)));
     }
     // Diagnostics of the best form (`diag` bits of step_stream.cu): no products, no copies, no
     // waits for the chain; neither products nor waits (the weight stream alone); none of the
@@ -597,7 +610,8 @@ mod tests {
         }
         assert_eq!(p[6].y, p[0].x);
         assert_eq!(p.iter().filter(|p| p.kind == PhaseKind::Gemv).count(), 4);
-        assert_eq!(p[6].words(), [0, 896, 4864, 1, 13, 7, 1]);
+        assert_eq!(p[5].words(), [0, 2 * 4864, 896, 1, 12, 6, 7]);
+        assert_eq!(p[6].words(), [0, 896, 4864, 0, 13, 7, 1]);
         assert_eq!(p[0].words()[0], 1);
         assert_eq!(p[2].words()[0], 2);
         // One item of 4 columns per warp, 8 warps a block.
@@ -613,6 +627,7 @@ mod tests {
             ("SP_WARPS", WARPS),
             ("SP_COLS", COLS),
             ("SS_EVENTS", trace::EVENTS),
+            ("SS_YMAX", stream::SUMS_MAX),
             ("SS_CONSUMERS", stream::CONSUMERS),
         ] {
             assert!(

@@ -11,16 +11,20 @@ use std::sync::Arc;
 const SLOT_BARRIERS: usize = 20;
 /// `step_stream`'s consumer warps (`SS_CONSUMERS`); its block adds the producer warp.
 pub(super) const CONSUMERS: usize = 16;
+/// A block's rows of a GLU phase at most (`SS_YMAX`: their sums wait in shared memory).
+pub(super) const SUMS_MAX: usize = 512;
 
 /// How `step_stream` runs: the norms computed by every block (`fold`), L2 evict-first weight
 /// copies (`evict`), `diag` bits (`SS_NO_*`: a part left out, to time the others), slots of
-/// `slot_kib` KiB, and whether it writes its trace (`trace.rs`).
+/// `slot_kib` KiB, an L2 prefetch `prefetch` slots past the newest copied (0: none), and
+/// whether it writes its trace (`trace.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StreamOpts {
     pub fold: bool,
     pub evict: bool,
     pub diag: i32,
     pub slot_kib: usize,
+    pub prefetch: usize,
     pub trace: bool,
 }
 
@@ -31,6 +35,7 @@ impl StreamOpts {
         evict: true,
         diag: 0,
         slot_kib: 8,
+        prefetch: 0,
         trace: false,
     };
 }
@@ -72,6 +77,17 @@ impl Step {
                     ),
                 )
             })?;
+        // A block's share of a GLU phase: pairs split evenly over the blocks.
+        let sums = self.phases.iter().filter(|p| p.glu);
+        if let Some(n) = sums
+            .map(|p| (p.n / 2).div_ceil(proto.sms) * 2)
+            .find(|&r| r > SUMS_MAX)
+        {
+            return Err(crate::error::invalid(
+                "step_stream",
+                format!("{n} GLU rows a block exceed {SUMS_MAX}"),
+            ));
+        }
         zero_words(stream, self.counters.ptr, self.phases.len())?;
         let trace = if opts.trace {
             zero_words(stream, self.trace.ptr, self.trace.len * 2)?;
@@ -82,6 +98,7 @@ impl Step {
         let count = self.phases.len() as i32;
         let (slots_i, halves, xmax_i) = (slots as i32, (slot_bytes / 2) as i32, xmax as i32);
         let (fold, evict) = (i32::from(opts.fold), i32::from(opts.evict));
+        let prefetch = i32::try_from(opts.prefetch).unwrap_or(i32::MAX);
         let mut params = [
             param(&self.table.ptr),
             param(&count),
@@ -92,6 +109,7 @@ impl Step {
             param(&fold),
             param(&evict),
             param(&opts.diag),
+            param(&prefetch),
             param(&trace),
         ];
         let cfg = LaunchConfig {

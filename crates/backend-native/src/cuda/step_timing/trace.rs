@@ -54,16 +54,43 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// Each block's SM clock on the %globaltimer line: (cycles → µs slope, µs at cycle 0), a
+/// A block's SM clock on the common time line: µs = zero + slope * (cycles - base).
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    slope: f64,
+    zero: f64,
+    base: u64,
+}
+
+impl Clock {
+    /// A stamp in µs (the difference from `base` first: both clocks count from far enough back
+    /// that an f64 of their raw values is coarser than the phases timed).
+    fn at(&self, cycles: u64) -> f64 {
+        self.zero + self.slope * cycles.wrapping_sub(self.base) as i64 as f64
+    }
+}
+
+/// Each block's SM clock on the %globaltimer line (µs from the run's first READY), a
 /// least-squares fit over the block's READY pairs (the clocks of different SMs are unrelated;
 /// %globaltimer ticks too coarsely for one pair, not for a fit over a run's hundreds).
-fn clocks(words: &[u64], phases: usize, blocks: usize) -> Vec<Option<(f64, f64)>> {
+fn clocks(words: &[u64], phases: usize, blocks: usize) -> Vec<Option<Clock>> {
+    let stamps = |b: usize| {
+        (0..phases)
+            .map(move |i| &words[(i * blocks + b) * EVENTS..][..EVENTS])
+            .filter(|e| e[READY] != 0)
+    };
+    let start = (0..blocks)
+        .flat_map(|b| stamps(b).map(|e| e[GLOBAL]))
+        .min()
+        .unwrap_or(0);
     (0..blocks)
         .map(|b| {
-            let pairs: Vec<(f64, f64)> = (0..phases)
-                .map(|i| &words[(i * blocks + b) * EVENTS..][..EVENTS])
-                .filter(|e| e[READY] != 0)
-                .map(|e| (e[READY] as f64, e[GLOBAL] as f64 / 1e3))
+            let base = stamps(b).map(|e| e[READY]).min()?;
+            let pairs: Vec<(f64, f64)> = stamps(b)
+                .map(|e| {
+                    let cycles = e[READY].wrapping_sub(base) as i64 as f64;
+                    (cycles, e[GLOBAL].wrapping_sub(start) as i64 as f64 / 1e3)
+                })
                 .collect();
             let n = pairs.len() as f64;
             let (mc, mg) = pairs
@@ -73,7 +100,11 @@ fn clocks(words: &[u64], phases: usize, blocks: usize) -> Vec<Option<(f64, f64)>
             let var: f64 = pairs.iter().map(|p| (p.0 - mc).powi(2)).sum();
             (pairs.len() >= 2 && var > 0.0).then(|| {
                 let slope = cov / var;
-                (slope, mg - slope * mc)
+                Clock {
+                    slope,
+                    zero: mg - slope * mc,
+                    base,
+                }
             })
         })
         .collect()
@@ -95,11 +126,10 @@ pub fn summarize(
     let ev = |i: usize, b: usize| &words[(i * blocks + b) * EVENTS..][..EVENTS];
     // A block's event on the common time line (µs), None where it was not written.
     let at = |i: usize, b: usize, e: usize| -> Option<f64> {
-        let (slope, zero) = clock[b]?;
         let v = ev(i, b)[e];
-        (v != 0).then_some(zero + slope * v as f64)
+        (v != 0).then_some(clock[b]?.at(v))
     };
-    let cycles = |i: usize, b: usize, e: usize| clock[b].map(|(s, _)| s * ev(i, b)[e] as f64);
+    let cycles = |i: usize, b: usize, e: usize| clock[b].map(|c| c.slope * ev(i, b)[e] as f64);
     let ran = |i: usize| (0..blocks).any(|b| ev(i, b)[READY] != 0);
     let span = |i: usize, b: usize, from: usize, to: usize| Some(at(i, b, to)? - at(i, b, from)?);
     let layers = phases / layer;
@@ -178,14 +208,16 @@ mod tests {
     use super::*;
 
     /// A synthetic trace: 2 blocks, layers of [tiny (block 0 only), GEMV], SM clocks at 2
-    /// cycles a ns with block 1's clock 1,000,000 cycles ahead of block 0's, each layer 10 µs.
+    /// cycles a ns from far back (2^60, block 1's 1,000,000 cycles ahead of block 0's), and
+    /// %globaltimer at 2^60 ns (as the real clocks: an f64 of their raw values is coarser than
+    /// 0.1 µs), each layer 10 µs.
     fn synthetic(layers: usize) -> Vec<u64> {
         let (blocks, layer) = (2usize, 2usize);
         let mut w = vec![0u64; layers * layer * blocks * EVENTS];
         for l in 0..layers {
             let base_ns = 1_000_000 + l as u64 * 10_000;
             for b in 0..blocks {
-                let offset = b as u64 * 1_000_000;
+                let offset = (1u64 << 60) + b as u64 * 1_000_000;
                 let mut put = |i: usize, e: usize, ns: u64| {
                     w[(i * blocks + b) * EVENTS + e] = offset + ns * 2;
                 };
@@ -212,7 +244,7 @@ mod tests {
                 for i in [tiny, g] {
                     let e = (i * blocks + b) * EVENTS;
                     if w[e + READY] != 0 {
-                        w[e + GLOBAL] = (w[e + READY] - offset) / 2;
+                        w[e + GLOBAL] = (1u64 << 60) + (w[e + READY] - offset) / 2;
                     }
                 }
             }

@@ -202,112 +202,74 @@ __device__ __forceinline__ void ss_publish(unsigned* counters, int i, unsigned l
 #define SS_NO_COPY 2
 #define SS_NO_WAIT 4
 
-// A position in the block's sequence of slots: phase i (a GEMV, or count at the end), its
-// share, and the slot's wave (first group w0), chunk c and group g.
-struct SsCursor {
-    int i, w0, c, g;
-    Phase p;
-    SsShare s;
-};
-
-// Moves k to the first slot of the first GEMV phase at or after k.i.
-__device__ __forceinline__ void ss_seek(SsCursor& k, const Phase* phases, int count,
-                                        int slot_halves) {
-    for (; k.i < count; k.i++) {
-        k.p = phases[k.i];
-        if (k.p.kind != 0) continue;
-        k.s = ss_share(k.p, slot_halves);
-        k.w0 = k.c = k.g = 0;
-        if (k.s.groups > 0) return;
-    }
+// Where slot j of a phase's share comes from: its wave (SS_CONSUMERS groups, the last one
+// fewer), then its chunk c and group g inside the wave (chunk-major); `rows` rows of columns
+// [c * C, c * C + cs), the first at the returned address.
+__device__ __forceinline__ const u16* ss_source(const Phase& p, const SsShare& s, int j, int& rows,
+                                                int& cs) {
+    int wave = j / (SS_CONSUMERS * s.chunks), w0 = wave * SS_CONSUMERS;
+    int t = j - w0 * s.chunks, wg = min(SS_CONSUMERS, s.groups - w0);
+    int c = t / wg, g = w0 + t - c * wg;
+    rows = min(s.R, s.rows - g * s.R);
+    cs = min(s.C, (int)p.k - c * s.C);
+    return p.w + (size_t)(s.r0 + g * s.R) * p.k + c * s.C;
 }
 
-// The next slot: groups of a wave, then its next chunk, then the next wave, then the next phase.
-__device__ __forceinline__ void ss_advance(SsCursor& k, const Phase* phases, int count,
-                                           int slot_halves) {
-    int wg = min(SS_CONSUMERS, k.s.groups - k.w0);
-    if (++k.g < k.w0 + wg) return;
-    k.g = k.w0;
-    if (++k.c < k.s.chunks) return;
-    k.c = 0;
-    k.w0 += SS_CONSUMERS;
-    k.g = k.w0;
-    if (k.w0 < k.s.groups) return;
-    k.i++;
-    ss_seek(k, phases, count, slot_halves);
-}
-
-// The slot's rows and their columns [c0, c0 + cs), and where its first row's chunk starts.
-__device__ __forceinline__ const u16* ss_source(const SsCursor& k, int& rows, int& cs) {
-    rows = min(k.s.R, k.s.rows - k.g * k.s.R);
-    int c0 = k.c * k.s.C;
-    cs = min(k.s.C, (int)k.p.k - c0);
-    return k.p.w + (size_t)(k.s.r0 + k.g * k.s.R) * k.p.k + c0;
-}
-
-// Asks the L2 for a slot's weights (a hint: nothing waits for it).
-__device__ __forceinline__ void ss_prefetch(const SsCursor& k) {
-#if __CUDA_ARCH__ >= 900
-    int rows, cs;
-    const u16* src = ss_source(k, rows, cs);
-    bool whole = cs == k.p.k;
-    for (int r = 0; r < (whole ? 1 : rows); r++)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + (size_t)r * k.p.k),
-                     "r"((u32)((whole ? rows : 1) * cs * 2))
-                     : "memory");
-#endif
-}
-
-// The producer (one lane): the block's slots in order, each copied into the ring when its slot
-// is free; with `prefetch` > 0 it also asks the L2 for the weights of the `prefetch` slots after
-// the newest one copied, so DRAM keeps streaming while a full ring waits for the chain.
+// The producer: lanes 0 to planes - 1 of the last warp (planes <= slots). A lane is one issuer:
+// its instruction latency per slot (the empty wait, the barrier's expect, the copy and the
+// bookkeeping: ~0.2 us, CUDA_NOTES round 26) bounded round 25's streamed step, so the lanes
+// take a batch of `planes` consecutive slots of a phase at a time, each waiting for its own
+// slot's release and filling it. A batch never spans two phases.
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
                            int slot_halves, unsigned long long* full, unsigned long long* empty,
-                           bool evict, int diag, int prefetch, unsigned long long* trace) {
-    int slot = 0;
-    u32 use = 0;  // of `slot`
-    SsCursor at;
-    at.i = 0;
-    ss_seek(at, phases, count, slot_halves);
-    SsCursor ahead = at;
-    int lead = 0;  // slots `ahead` is past `at`
-    unsigned long long waited = 0;
-    while (at.i < count) {
-        for (; lead < prefetch && ahead.i < count; lead++) {
-            ss_prefetch(ahead);
-            ss_advance(ahead, phases, count, slot_halves);
+                           bool evict, int diag, int planes, unsigned long long* trace) {
+    int lane = threadIdx.x & 31;
+    int first = 0;  // the batch's first slot,
+    u32 use = 0;    // and its use
+    for (int i = 0; i < count; i++) {
+        Phase p = phases[i];
+        if (p.kind != 0) continue;
+        SsShare s = ss_share(p, slot_halves);
+        int total = s.groups * s.chunks;
+        unsigned long long waited = 0;
+        for (int j0 = 0; j0 < total; j0 += planes) {
+            int j = j0 + lane, slot = first + lane;
+            u32 mine = use;
+            if (slot >= slots) {
+                slot -= slots;
+                mine++;
+            }
+            if (j < total) {
+                if (mine > 0) {
+                    unsigned long long t0 = trace != nullptr ? ss_clock() : 0;
+                    ss_wait(empty + slot, (mine - 1) & 1);
+                    if (trace != nullptr) waited += ss_clock() - t0;
+                }
+                int rows, cs;
+                const u16* src = ss_source(p, s, j, rows, cs);
+                if (diag & SS_NO_COPY) {
+                    ss_arrive(full + slot);
+                } else {
+                    ss_expect(full + slot, (u32)(rows * cs * 2));
+                    char* dst = ring + (size_t)slot * slot_halves * 2;
+                    if (cs == p.k)  // whole rows: adjacent in memory, one copy
+                        ss_bulk(dst, src, (u32)(rows * cs * 2), full + slot, evict);
+                    else
+                        for (int r = 0; r < rows; r++)
+                            ss_bulk(dst + r * cs * 2, src + (size_t)r * p.k, (u32)(cs * 2),
+                                    full + slot, evict);
+                }
+            }
+            if (j0 == 0 && lane == 0) ss_stamp(trace, i, SS_FIRST);
+            first += min(planes, total - j0);
+            if (first >= slots) {
+                first -= slots;
+                use++;
+            }
         }
-        if (use > 0) {
-            unsigned long long t0 = trace != nullptr ? ss_clock() : 0;
-            ss_wait(empty + slot, (use - 1) & 1);
-            if (trace != nullptr) waited += ss_clock() - t0;
-        }
-        if (at.w0 == 0 && at.c == 0 && at.g == 0) ss_stamp(trace, at.i, SS_FIRST);
-        int rows, cs;
-        const u16* src = ss_source(at, rows, cs);
-        if (diag & SS_NO_COPY) {
-            ss_arrive(full + slot);
-        } else {
-            ss_expect(full + slot, (u32)(rows * cs * 2));
-            char* dst = ring + (size_t)slot * slot_halves * 2;
-            if (cs == at.p.k)  // whole rows: adjacent in memory, one copy
-                ss_bulk(dst, src, (u32)(rows * cs * 2), full + slot, evict);
-            else
-                for (int r = 0; r < rows; r++)
-                    ss_bulk(dst + r * cs * 2, src + (size_t)r * at.p.k, (u32)(cs * 2),
-                            full + slot, evict);
-        }
-        if (++slot == slots) {
-            slot = 0;
-            use++;
-        }
-        int phase = at.i;
-        ss_advance(at, phases, count, slot_halves);
-        lead = max(lead - 1, 0);
-        if (at.i != phase) {
-            ss_stamp(trace, phase, SS_LAST);
-            ss_note(trace, phase, SS_PRODUCER_WAIT, waited);
-            waited = 0;
+        if (lane == 0) {
+            ss_stamp(trace, i, SS_LAST);
+            ss_note(trace, i, SS_PRODUCER_WAIT, waited);
         }
     }
 }
@@ -396,11 +358,11 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
 // SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
-// prefetch: slots past the newest copied whose weights the producer asks the L2 for (0: none).
+// planes: the producer's lanes (1 to min(32, slots)).
 // trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int slot_halves, int xmax, int fold, int evict, int diag, int prefetch,
+                int slot_halves, int xmax, int fold, int evict, int diag, int planes,
                 unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
     __shared__ float sums[SS_YMAX];
@@ -417,9 +379,9 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         }
     __syncthreads();
     if (warp == SS_CONSUMERS) {
-        if (lane == 0)
+        if (lane < planes)
             ss_produce(phases, count, ring, slots, slot_halves, full, empty, evict != 0, diag,
-                       prefetch, trace);
+                       planes, trace);
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)

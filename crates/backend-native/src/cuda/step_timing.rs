@@ -365,9 +365,9 @@ impl Step {
 
 /// The ways of running a step that [`time_steps`] times, by name: launches; persistent with 1
 /// and 2 blocks an SM, with and without `early`; streamed with and without the norm fold and
-/// the evict-first copies; the best streamed form with 16 and 32 KiB slots, and with an L2
-/// prefetch 8 to 64 slots past the ring (each also traced); its diagnostics; and traced runs of
-/// the best form and of its no-copies diagnostic.
+/// the evict-first copies; the best streamed form with 16 and 32 KiB slots; its diagnostics;
+/// traced runs of the best form and of its no-copies diagnostic; and the best form with 2 to 16
+/// producer lanes (each also traced, with three diagnostics and with larger slots).
 fn ways(sms: usize) -> Vec<(String, Way)> {
     let mut ways = vec![("launches".to_string(), Way::Launches)];
     for per_sm in [1, 2] {
@@ -394,14 +394,25 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
         let opts = StreamOpts { slot_kib, ..best };
         ways.push((format!("stream-fold-evict-{slot_kib}k"), Way::Stream(opts)));
     }
-    for prefetch in [8, 16, 32, 64] {
-        let opts = StreamOpts { prefetch, ..best };
-        ways.push((format!("stream-fold-evict-pf{prefetch}"), Way::Stream(opts)));
+    for planes in [2, 4, 8, 16] {
+        let opts = StreamOpts { planes, ..best };
+        ways.push((format!("stream-fold-evict-p{planes}"), Way::Stream(opts)));
         let traced = StreamOpts {
             trace: true,
             ..opts
         };
-        ways.push((format!("trace-pf{prefetch}"), Way::Stream(traced)));
+        ways.push((format!("trace-p{planes}"), Way::Stream(traced)));
+        for (name, diag) in [("nocopy", 2), ("stream-only", 5), ("protocol-only", 7)] {
+            let opts = StreamOpts { diag, ..opts };
+            ways.push((format!("stream-diag-{name}-p{planes}"), Way::Stream(opts)));
+        }
+        for slot_kib in [16, 32] {
+            let opts = StreamOpts { slot_kib, ..opts };
+            ways.push((
+                format!("stream-fold-evict-{slot_kib}k-p{planes}"),
+                Way::Stream(opts),
+            ));
+        }
     }
     // Diagnostics of the best form (`diag` bits of step_stream.cu): no products, no copies, no
     // waits for the chain; neither products nor waits (the weight stream alone); none of the

@@ -16,26 +16,27 @@ pub(super) const SUMS_MAX: usize = 512;
 
 /// How `step_stream` runs: the norms computed by every block (`fold`), L2 evict-first weight
 /// copies (`evict`), `diag` bits (`SS_NO_*`: a part left out, to time the others), slots of
-/// `slot_kib` KiB, an L2 prefetch `prefetch` slots past the newest copied (0: none), and
-/// whether it writes its trace (`trace.rs`).
+/// `slot_kib` KiB, `planes` producer lanes (at most 32 and the ring's slots), and whether it
+/// writes its trace (`trace.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StreamOpts {
     pub fold: bool,
     pub evict: bool,
     pub diag: i32,
     pub slot_kib: usize,
-    pub prefetch: usize,
+    pub planes: usize,
     pub trace: bool,
 }
 
 impl StreamOpts {
-    /// The prototype's best form so far (round 25): fold and evict, 8 KiB slots, no trace.
+    /// The prototype's best form so far (round 25): fold and evict, 8 KiB slots, one producer
+    /// lane, no trace.
     pub(super) const BEST: StreamOpts = StreamOpts {
         fold: true,
         evict: true,
         diag: 0,
         slot_kib: 8,
-        prefetch: 0,
+        planes: 1,
         trace: false,
     };
 }
@@ -98,7 +99,8 @@ impl Step {
         let count = self.phases.len() as i32;
         let (slots_i, halves, xmax_i) = (slots as i32, (slot_bytes / 2) as i32, xmax as i32);
         let (fold, evict) = (i32::from(opts.fold), i32::from(opts.evict));
-        let prefetch = i32::try_from(opts.prefetch).unwrap_or(i32::MAX);
+        // Each producer lane fills its own slot of a batch: no more lanes than slots.
+        let planes = opts.planes.clamp(1, 32).min(slots) as i32;
         let mut params = [
             param(&self.table.ptr),
             param(&count),
@@ -109,7 +111,7 @@ impl Step {
             param(&fold),
             param(&evict),
             param(&opts.diag),
-            param(&prefetch),
+            param(&planes),
             param(&trace),
         ];
         let cfg = LaunchConfig {

@@ -68,18 +68,6 @@ __device__ __forceinline__ void ss_expect(unsigned long long* bar, u32 bytes) {
                  : "memory");
 }
 
-// A prototype must not hang its machine: a wait still spinning 2 s after it began traps (the
-// launch then fails with an error the host reports).
-// Called on every failed poll; reads the clock only every 256th.
-__device__ __forceinline__ void ss_deadline(unsigned long long& until, u32& polls) {
-    if ((polls++ & 255) != 0) return;
-    unsigned long long now = sp_now_ns();
-    if (until == 0)
-        until = now + 2000000000ull;
-    else if (now > until)
-        __trap();
-}
-
 // Waits until the barrier's phase of this parity has completed. A parity names a phase only
 // while the barrier is at most one phase behind the waiter: the callers make sure of that.
 __device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
@@ -93,7 +81,7 @@ __device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
             : "r"(smem_u32(bar)), "r"(parity)
             : "memory");
         if (done) return;
-        ss_deadline(until, polls);
+        sp_deadline(until, polls);
     }
 }
 
@@ -178,16 +166,20 @@ __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 
     unsigned long long until = 0;
     u32 polls = 0;
     if (dep >= 0 && threadIdx.x == 0)
-        while (ss_acquire(counters + dep) < count) ss_deadline(until, polls);
+        while (ss_acquire(counters + dep) < count) sp_deadline(until, polls);
     ss_sync();
 }
 
-// After a barrier that orders every consumer's writes of phase i, publishes them.
-__device__ __forceinline__ void ss_publish(unsigned* counters, int i, unsigned long long* trace) {
+// After a barrier that orders every consumer's writes of phase i, publishes them (`counted`;
+// else the readers go by the values' tags alone).
+__device__ __forceinline__ void ss_publish(unsigned* counters, int i, bool counted,
+                                           unsigned long long* trace) {
     ss_sync();
     if (threadIdx.x == 0) {
         ss_stamp(trace, i, SS_CONSUMED);
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i) : "memory");
+        if (counted)
+            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i)
+                         : "memory");
         ss_stamp(trace, i, SS_PUBLISHED);
     }
 }
@@ -260,6 +252,11 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
                                     full + slot, evict);
                 }
             }
+            // The batch ends together: a lane that ran ahead into its next batch could wait on
+            // an empty barrier two uses behind (consecutive uses of a slot belong to different
+            // lanes unless slots is a multiple of planes), where the parity names the wrong use
+            // (round 26, calls 3-4: launches failed with p16, and 16 or 32 KiB slots with p4).
+            __syncwarp(planes == 32 ? 0xffffffffu : (1u << planes) - 1);
             if (j0 == 0 && lane == 0) ss_stamp(trace, i, SS_FIRST);
             first += min(planes, total - j0);
             if (first >= slots) {
@@ -307,7 +304,7 @@ __device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const
             if (lane == 0) {
                 unsigned long long until = 0;
                 u32 polls = 0;
-                while (q.consumed[slot] < use) ss_deadline(until, polls);
+                while (q.consumed[slot] < use) sp_deadline(until, polls);
             }
             __syncwarp();
             ss_wait(q.full + slot, use & 1);
@@ -340,7 +337,7 @@ __device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const
             float sum = warp_sum(acc[r]);
             int row = g * s.R + r;
             if (lane == 0 && p.glu) sums[row] = sum;
-            else if (lane == 0) p.y[s.r0 + row] = sum;
+            else if (lane == 0) sp_put(p.y + s.r0 + row, sum, p.out_tag);
         }
     }
     return waited;
@@ -357,12 +354,14 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
 // launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
-// SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
+// SS_NO_WAIT: no GEMV waits for its input, counter or tags, so the chain's order is lost).
+// chain: 0, a phase waits for the counter of the phase before it; 1, for its input's tags alone
+// (no counters, no release: sp_put).
 // planes: the producer's lanes (1 to min(32, slots)).
 // trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int slot_halves, int xmax, int fold, int evict, int diag, int planes,
+                int slot_halves, int xmax, int fold, int evict, int diag, int planes, int chain,
                 unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
     __shared__ float sums[SS_YMAX];
@@ -385,17 +384,20 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
-    bool stager = warp < SP_WARPS;
+    bool stager = warp < SP_WARPS, counted = chain == 0;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind == 0) {
             bool folded = fold && i > 0 && phases[i - 1].kind == 1;
             int dep = folded ? i - 2 : i - 1;
             SsShare s = ss_share(p, slot_halves);
-            ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, ss_finishers(phases, dep));
+            bool nowait = (diag & SS_NO_WAIT) != 0;
+            ss_await(counters, nowait || !counted ? -1 : dep, ss_finishers(phases, dep));
             ss_ready(trace, i);
+            if (nowait) p.in_tag = SP_ANY_TAG;  // x as it is
             if (stager && folded) {
-                sp_norm<true>(phases[i - 1].x, (int)phases[i - 1].n, false,
+                u32 tag = nowait ? SP_ANY_TAG : phases[i - 1].in_tag;
+                sp_norm<true>(phases[i - 1].x, tag, (int)phases[i - 1].n, false,
                               [&](int j, float v) { xh[j] = f32_to_f16(v); });
             } else if (!folded) {  // every consumer warp, 16 loads in flight a thread
                 sp_x_values<SS_CONSUMERS * 32, 16>(p, [&](int j, u16 h) { xh[j] = h; });
@@ -411,13 +413,14 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             }
             if (threadIdx.x == 0) ss_note(trace, i, SS_FULL_WAIT, waited);
             stage += s.groups * s.chunks;
-            ss_publish(counters, i, trace);
+            ss_publish(counters, i, counted, trace);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
-            ss_await(counters, i - 1, ss_finishers(phases, i - 1));
+            ss_await(counters, counted ? i - 1 : -1, ss_finishers(phases, i - 1));
             ss_ready(trace, i);
             if (stager)
-                sp_norm<true>(p.x, (int)p.n, p.kind == 2, [&](int j, float v) { p.y[j] = v; });
-            ss_publish(counters, i, trace);
+                sp_norm<true>(p.x, p.in_tag, (int)p.n, p.kind == 2,
+                              [&](int j, float v) { sp_put(p.y + j, v, p.out_tag); });
+            ss_publish(counters, i, counted, trace);
         }
     }
 }

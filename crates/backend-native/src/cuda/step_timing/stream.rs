@@ -25,6 +25,8 @@ pub(super) struct StreamOpts {
     pub diag: i32,
     pub slot_kib: usize,
     pub planes: usize,
+    /// The phases wait for their input's tags alone, not for counters.
+    pub chain: bool,
     pub trace: bool,
 }
 
@@ -37,6 +39,7 @@ impl StreamOpts {
         diag: 0,
         slot_kib: 8,
         planes: 1,
+        chain: false,
         trace: false,
     };
 }
@@ -101,6 +104,7 @@ impl Step {
         let (fold, evict) = (i32::from(opts.fold), i32::from(opts.evict));
         // Each producer lane fills its own slot of a batch: no more lanes than slots.
         let planes = opts.planes.clamp(1, 32).min(slots) as i32;
+        let chain = i32::from(opts.chain);
         let mut params = [
             param(&self.table.ptr),
             param(&count),
@@ -112,6 +116,7 @@ impl Step {
             param(&evict),
             param(&opts.diag),
             param(&planes),
+            param(&chain),
             param(&trace),
         ];
         let cfg = LaunchConfig {

@@ -231,10 +231,16 @@ __device__ __forceinline__ void sp_norm(const u32* x, u32 tag, int n, bool atten
     float v[SP_NORM_HELD];
     float s = 0.0f;
     if (held) {
+        u32 words[SP_NORM_HELD];  // every load issued before the first tag is checked
 #pragma unroll
         for (int j = 0; j < SP_NORM_HELD; j++) {
             int i = threadIdx.x + j * SP_THREADS;
-            v[j] = i < n ? sp_value(x + i, sp_word(x + i), tag) : 0.0f;
+            words[j] = i < n ? sp_word(x + i) : 0u;
+        }
+#pragma unroll
+        for (int j = 0; j < SP_NORM_HELD; j++) {
+            int i = threadIdx.x + j * SP_THREADS;
+            v[j] = i < n ? sp_value(x + i, words[j], tag) : 0.0f;
         }
 #pragma unroll
         for (int j = 0; j < SP_NORM_HELD; j++)

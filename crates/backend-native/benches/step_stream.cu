@@ -417,8 +417,11 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
             ss_await(counters, counted ? i - 1 : -1, ss_finishers(phases, i - 1));
             ss_ready(trace, i);
+            // SS_NO_WAIT: the other blocks do not wait for this phase, so they may already have
+            // written its input again (a later layer's tag): take the row as it is.
+            u32 tag = (diag & SS_NO_WAIT) ? SP_ANY_TAG : p.in_tag;
             if (stager)
-                sp_norm<true>(p.x, p.in_tag, (int)p.n, p.kind == 2,
+                sp_norm<true>(p.x, tag, (int)p.n, p.kind == 2,
                               [&](int j, float v) { sp_put(p.y + j, v, p.out_tag); });
             ss_publish(counters, i, counted, trace);
         }

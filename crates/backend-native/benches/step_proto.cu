@@ -101,25 +101,42 @@ __device__ __forceinline__ void sp_deadline(unsigned long long& until, u32& poll
 // whole, so no fence or counter has to order them (the streamed step can run on the tags alone;
 // a reader is always done with a row before the chain lets anyone write it again). Loads are
 // relaxed at gpu scope: from the L2, never a stale L1 line of an earlier layer's value.
+// SP_WEAK=1 (a define): plain stores and L2 (.cg) loads instead, to time what the relaxed
+// gpu-scope forms cost.
+#ifndef SP_WEAK
+#define SP_WEAK 0
+#endif
 __device__ __forceinline__ void sp_put(u32* p, float v, u32 tag) {
     u32 word = (tag << 16) | f32_to_f16(v);
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
+    if (SP_WEAK)
+        asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
+    else
+        asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
 }
 
 __device__ __forceinline__ u32 sp_word(const u32* p) {
     u32 v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    if (SP_WEAK)
+        asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    else
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
 // The value at p, from `word` (already loaded) or, until it carries `tag`, from new loads
 // (SP_ANY_TAG: whatever it holds; step_stream.cu's diagnostics that leave the chain's waits out).
+// SP_SPIN_NS (a define): each failed poll first sleeps that long, so the spinning readers take
+// less of the L2 from the weight stream (0: no sleep).
 #define SP_ANY_TAG 0xffffffffu
+#ifndef SP_SPIN_NS
+#define SP_SPIN_NS 0
+#endif
 __device__ __forceinline__ float sp_value(const u32* p, u32 word, u32 tag) {
     unsigned long long until = 0;
     u32 polls = 0;
     while (tag != SP_ANY_TAG && (word >> 16) != tag) {
         sp_deadline(until, polls);
+        if (SP_SPIN_NS > 0) __nanosleep(SP_SPIN_NS);
         word = sp_word(p);
     }
     return f16_to_f32((u16)(word & 0xffffu));

@@ -212,12 +212,15 @@ __device__ __forceinline__ const u16* ss_source(const Phase& p, const SsShare& s
 // bookkeeping: ~0.2 us, CUDA_NOTES round 26) bounded round 25's streamed step, so the lanes
 // take a batch of `planes` consecutive slots of a phase at a time, each waiting for its own
 // slot's release and filling it. A batch never spans two phases.
+// `issued` (lane 0 writes it after each batch): the block's slots issued so far.
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
                            int slot_halves, unsigned long long* full, unsigned long long* empty,
-                           bool evict, int diag, int planes, unsigned long long* trace) {
+                           bool evict, int diag, int planes, volatile int* issued,
+                           unsigned long long* trace) {
     int lane = threadIdx.x & 31;
     int first = 0;  // the batch's first slot,
     u32 use = 0;    // and its use
+    int done = 0;   // slots issued before this batch
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind != 0) continue;
@@ -258,6 +261,8 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
             // (round 26, calls 3-4: launches failed with p16, and 16 or 32 KiB slots with p4).
             __syncwarp(planes == 32 ? 0xffffffffu : (1u << planes) - 1);
             if (j0 == 0 && lane == 0) ss_stamp(trace, i, SS_FIRST);
+            done += min(planes, total - j0);
+            if (lane == 0) *issued = done;
             first += min(planes, total - j0);
             if (first >= slots) {
                 first -= slots;
@@ -269,6 +274,35 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
             ss_note(trace, i, SS_PRODUCER_WAIT, waited);
         }
     }
+}
+
+// The L2 lookahead (one more lane of the producer warp, with `ahead` > 0): asks the L2 for each
+// slot's weights (cp.async.bulk.prefetch, a hint nothing waits for) once fewer than slots +
+// ahead slots are issued before it, so DRAM keeps streaming while a full ring waits for the
+// chain. Round 26 call 2 did this in the one producer lane, which it slowed by 30-45%.
+__device__ void ss_lookahead(const Phase* phases, int count, int slot_halves, int slots,
+                             int ahead, const volatile int* issued) {
+#if __CUDA_ARCH__ >= 900
+    int t = 0;  // the block's slot number
+    for (int i = 0; i < count; i++) {
+        Phase p = phases[i];
+        if (p.kind != 0) continue;
+        SsShare s = ss_share(p, slot_halves);
+        for (int j = 0; j < s.groups * s.chunks; j++, t++) {
+            unsigned long long until = 0;
+            u32 polls = 0;
+            while (t >= *issued + slots + ahead) sp_deadline(until, polls);
+            int rows, cs;
+            const u16* src = ss_source(p, s, j, rows, cs);
+            bool whole = cs == p.k;  // whole rows are adjacent: one prefetch
+            for (int r = 0; r < (whole ? 1 : rows); r++)
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                                 src + (size_t)r * p.k),
+                             "r"((u32)((whole ? rows : 1) * cs * 2))
+                             : "memory");
+        }
+    }
+#endif
 }
 
 // The ring: `slots` slots, their full and empty barriers, and per slot the uses consumed so far.
@@ -357,11 +391,13 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
 // SS_NO_WAIT: no GEMV waits for its input, counter or tags, so the chain's order is lost).
 // chain: 0, a phase waits for the counter of the phase before it; 1, for its input's tags alone
 // (no counters, no release: sp_put).
-// planes: the producer's lanes (1 to min(32, slots)).
+// planes: the producer's lanes (1 to min(32, slots)); ahead: slots past the ring for the L2
+// lookahead lane (lane `planes`, so planes < 32; 0: none).
 // trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int slot_halves, int xmax, int fold, int evict, int diag, int planes, int chain,
+                int slot_halves, int xmax, int fold, int evict, int diag, int planes, int ahead,
+                int chain,
                 unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
     __shared__ float sums[SS_YMAX];
@@ -378,9 +414,14 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         }
     __syncthreads();
     if (warp == SS_CONSUMERS) {
+        __shared__ int issued;
+        if (lane == 0) issued = 0;
+        __syncwarp();
         if (lane < planes)
             ss_produce(phases, count, ring, slots, slot_halves, full, empty, evict != 0, diag,
-                       planes, trace);
+                       planes, &issued, trace);
+        else if (lane == planes && ahead > 0)
+            ss_lookahead(phases, count, slot_halves, slots, ahead, &issued);
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)

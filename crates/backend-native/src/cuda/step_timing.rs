@@ -467,6 +467,23 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
         let opts = StreamOpts { diag, ..best };
         ways.push((format!("stream-diag-{name}"), Way::Stream(opts)));
     }
+    // An L2 lookahead lane, 8 to 64 slots past the ring, beside 4 producer lanes.
+    for ahead in [8, 16, 32, 64] {
+        let opts = StreamOpts {
+            planes: 4,
+            ahead,
+            ..best
+        };
+        ways.push((
+            format!("stream-fold-evict-p4-ahead{ahead}"),
+            Way::Stream(opts),
+        ));
+        let traced = StreamOpts {
+            trace: true,
+            ..opts
+        };
+        ways.push((format!("trace-p4-ahead{ahead}"), Way::Stream(traced)));
+    }
     // The chain on its values' tags alone (no counters), with 4 and 8 producer lanes.
     for planes in [4, 8] {
         let opts = StreamOpts {

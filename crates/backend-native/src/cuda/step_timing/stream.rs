@@ -25,6 +25,8 @@ pub(super) struct StreamOpts {
     pub diag: i32,
     pub slot_kib: usize,
     pub planes: usize,
+    /// Slots past the ring whose weights a lookahead lane asks the L2 for (0: none).
+    pub ahead: usize,
     /// The phases wait for their input's tags alone, not for counters.
     pub chain: bool,
     pub trace: bool,
@@ -39,6 +41,7 @@ impl StreamOpts {
         diag: 0,
         slot_kib: 8,
         planes: 1,
+        ahead: 0,
         chain: false,
         trace: false,
     };
@@ -103,7 +106,10 @@ impl Step {
         let (slots_i, halves, xmax_i) = (slots as i32, (slot_bytes / 2) as i32, xmax as i32);
         let (fold, evict) = (i32::from(opts.fold), i32::from(opts.evict));
         // Each producer lane fills its own slot of a batch: no more lanes than slots.
-        let planes = opts.planes.clamp(1, 32).min(slots) as i32;
+        // The lookahead takes the lane after the producer's.
+        let lanes = if opts.ahead > 0 { 31 } else { 32 };
+        let planes = opts.planes.clamp(1, lanes).min(slots) as i32;
+        let ahead = i32::try_from(opts.ahead).unwrap_or(i32::MAX);
         let chain = i32::from(opts.chain);
         let mut params = [
             param(&self.table.ptr),
@@ -116,6 +122,7 @@ impl Step {
             param(&evict),
             param(&opts.diag),
             param(&planes),
+            param(&ahead),
             param(&chain),
             param(&trace),
         ];

@@ -24,17 +24,15 @@
 #define SP_U 2
 #endif
 
-// One phase (64-bit words as the host writes them; the tags share one). kind 0: GEMV y[n] = W x
+// One phase (all 64-bit fields: the host writes them as u64 words). kind 0: GEMV y[n] = W x
 // with W [n, k]; glu: W's rows are (gate, up) pairs, as the decoder orders them, and y has n / 2
 // values silu(gate . x) * (up . x). kind 1: y = x / rms(x), n values (a norm); kind 2: the same
-// as a stand-in for the attention (see SP_ATTN_NS). x and y are tagged activations (sp_put):
-// x's values carry in_tag, y's get out_tag.
+// as a stand-in for the attention (see SP_ATTN_NS).
 struct Phase {
     long long kind, n, k, glu;
     const u16* w;
-    const u32* x;
-    u32* y;
-    unsigned in_tag, out_tag;
+    const float* x;
+    float* y;
 };
 
 struct Loads {
@@ -75,71 +73,12 @@ __device__ __forceinline__ void sp_consume(const Loads& l, float* acc, const flo
     }
 }
 
-// The clock of the waits' deadline (and of the attention stand-in's delay).
-__device__ __forceinline__ unsigned long long sp_now_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-// A prototype must not hang its machine: a wait still spinning 2 s after it began traps (the
-// launch then fails with an error the host reports).
-// Called on every failed poll; reads the clock only every 256th.
-__device__ __forceinline__ void sp_deadline(unsigned long long& until, u32& polls) {
-    if ((polls++ & 255) != 0) return;
-    unsigned long long now = sp_now_ns();
-    if (until == 0)
-        until = now + 2000000000ull;
-    else if (now > until)
-        __trap();
-}
-
-// Activations as the chain passes them: a 32-bit word of the value as f16 (the decoder's
-// activations are f16) and, in the high half, the tag of the phase that wrote it (its index in
-// the step + 1; the host zeroes the rows before each step, and the step's input has tag 0). A
-// reader that finds the tag it expects has the value: one aligned word is written and read
-// whole, so no fence or counter has to order them (the streamed step can run on the tags alone;
-// a reader is always done with a row before the chain lets anyone write it again). Loads are
-// relaxed at gpu scope: from the L2, never a stale L1 line of an earlier layer's value.
-// SP_WEAK=1 (a define): plain stores and L2 (.cg) loads instead, to time what the relaxed
-// gpu-scope forms cost.
-#ifndef SP_WEAK
-#define SP_WEAK 0
-#endif
-__device__ __forceinline__ void sp_put(u32* p, float v, u32 tag) {
-    u32 word = (tag << 16) | f32_to_f16(v);
-    if (SP_WEAK)
-        asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
-    else
-        asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(word) : "memory");
-}
-
-__device__ __forceinline__ u32 sp_word(const u32* p) {
-    u32 v;
-    if (SP_WEAK)
-        asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    else
-        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+// Activations written by another block of the same persistent launch: read from the L2 (never
+// a stale L1 line of an earlier layer's value at the same address).
+__device__ __forceinline__ float sp_load(const float* p) {
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
     return v;
-}
-
-// The value at p, from `word` (already loaded) or, until it carries `tag`, from new loads
-// (SP_ANY_TAG: whatever it holds; step_stream.cu's diagnostics that leave the chain's waits out).
-// SP_SPIN_NS (a define): each failed poll first sleeps that long, so the spinning readers take
-// less of the L2 from the weight stream (0: no sleep).
-#define SP_ANY_TAG 0xffffffffu
-#ifndef SP_SPIN_NS
-#define SP_SPIN_NS 0
-#endif
-__device__ __forceinline__ float sp_value(const u32* p, u32 word, u32 tag) {
-    unsigned long long until = 0;
-    u32 polls = 0;
-    while (tag != SP_ANY_TAG && (word >> 16) != tag) {
-        sp_deadline(until, polls);
-        if (SP_SPIN_NS > 0) __nanosleep(SP_SPIN_NS);
-        word = sp_word(p);
-    }
-    return f16_to_f32((u16)(word & 0xffffu));
 }
 
 __device__ __forceinline__ float sp_silu(float v) { return v / (1.0f + __expf(-v)); }
@@ -155,41 +94,40 @@ __device__ __forceinline__ void sp_sync() {
 }
 
 // Loads batches of BATCH of a thread's values at once (x is read from the L2 with latency that
-// a loop of one load at a time would pay per value), then `use`s them in order: use(i, x[i]),
-// each once it carries `tag`. THREADS threads from thread 0 take part.
+// a loop of one load at a time would pay per value), then `use`s them in order: use(i, x[i]).
+// THREADS threads from thread 0 take part.
 #define SP_BATCH 8
 template <int THREADS = SP_THREADS, int BATCH = SP_BATCH, typename Use>
-__device__ __forceinline__ void sp_batched(const u32* x, u32 tag, int n, Use use) {
+__device__ __forceinline__ void sp_batched(const float* x, int n, Use use) {
     for (int base = threadIdx.x; base < n; base += BATCH * THREADS) {
-        u32 v[BATCH];
+        float v[BATCH];
 #pragma unroll
         for (int j = 0; j < BATCH; j++) {
             int i = base + j * THREADS;
-            v[j] = i < n ? sp_word(x + i) : 0u;
+            v[j] = i < n ? sp_load(x + i) : 0.0f;
         }
 #pragma unroll
         for (int j = 0; j < BATCH; j++) {
             int i = base + j * THREADS;
-            if (i < n) use(i, sp_value(x + i, v[j], tag));
+            if (i < n) use(i, v[j]);
         }
     }
 }
 
-// A GEMV phase's x values as it reads them, each to out(i, h) as f16 (step_stream.cu keeps x as
-// halves).
+// A GEMV phase's x values as it reads them, each to out(i, h), rounded to f16 (the decoder's
+// activations are f16; step_stream.cu keeps x as halves).
 template <int THREADS = SP_THREADS, int BATCH = SP_BATCH, typename Out>
 __device__ __forceinline__ void sp_x_values(const Phase& p, Out out) {
-    sp_batched<THREADS, BATCH>(p.x, p.in_tag, (int)p.k,
-                               [&](int i, float a) { out(i, f32_to_f16(a)); });
+    sp_batched<THREADS, BATCH>(p.x, (int)p.k, [&](int i, float a) { out(i, f32_to_f16(a)); });
 }
 
 // A GEMV's output row `col` (of n) is `sum`: stored as y[col], or with glu (pairs) y[col / 2] =
 // silu(gate) * up once the pair's up row (odd col) is known, its gate's sum in `gate`.
 __device__ __forceinline__ void sp_output(const Phase& p, long long col, float gate, float sum) {
     if (!p.glu)
-        sp_put(p.y + col, sum, p.out_tag);
+        p.y[col] = sum;
     else if (col & 1)
-        sp_put(p.y + col / 2, sp_silu(gate) * sum, p.out_tag);
+        p.y[col / 2] = sp_silu(gate) * sum;
 }
 
 // Stages the phase's x (k values) into shared memory; every thread of the block calls it.
@@ -235,35 +173,35 @@ __device__ __forceinline__ void sp_gemv(const Phase& p, const float* xs, const L
 #define SP_ATTN_NS 0
 #endif
 
+__device__ __forceinline__ unsigned long long sp_now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 // x / rms(x) (n values) by the calling block's (consumer) threads, each value to out(i, v). A
 // stand-in for the attention (`attention`) then waits SP_ATTN_NS. Rows of up to SP_NORM_HELD
 // values a thread are read once (held in registers between the sum and the scaling), longer
 // ones twice; the sums are the same either way.
 #define SP_NORM_HELD 16
 template <bool NAMED, typename Out>
-__device__ __forceinline__ void sp_norm(const u32* x, u32 tag, int n, bool attention, Out out) {
+__device__ __forceinline__ void sp_norm(const float* x, int n, bool attention, Out out) {
     __shared__ float part[SP_WARPS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     bool held = n <= SP_NORM_HELD * SP_THREADS;
     float v[SP_NORM_HELD];
     float s = 0.0f;
     if (held) {
-        u32 words[SP_NORM_HELD];  // every load issued before the first tag is checked
 #pragma unroll
         for (int j = 0; j < SP_NORM_HELD; j++) {
             int i = threadIdx.x + j * SP_THREADS;
-            words[j] = i < n ? sp_word(x + i) : 0u;
-        }
-#pragma unroll
-        for (int j = 0; j < SP_NORM_HELD; j++) {
-            int i = threadIdx.x + j * SP_THREADS;
-            v[j] = i < n ? sp_value(x + i, words[j], tag) : 0.0f;
+            v[j] = i < n ? sp_load(x + i) : 0.0f;
         }
 #pragma unroll
         for (int j = 0; j < SP_NORM_HELD; j++)
             if (threadIdx.x + j * SP_THREADS < n) s += v[j] * v[j];
     } else {
-        sp_batched(x, tag, n, [&](int, float a) { s += a * a; });
+        sp_batched(x, n, [&](int, float a) { s += a * a; });
     }
     s = warp_sum(s);
     if (lane == 0) part[warp] = s;
@@ -279,7 +217,7 @@ __device__ __forceinline__ void sp_norm(const u32* x, u32 tag, int n, bool atten
             if (i < n) out(i, v[j] * scale);
         }
     } else {
-        sp_batched(x, tag, n, [&](int i, float a) { out(i, a * scale); });
+        sp_batched(x, n, [&](int i, float a) { out(i, a * scale); });
     }
     if (SP_ATTN_NS > 0 && attention && threadIdx.x == 0) {
         unsigned long long until = sp_now_ns() + SP_ATTN_NS;
@@ -290,8 +228,7 @@ __device__ __forceinline__ void sp_norm(const u32* x, u32 tag, int n, bool atten
 }
 
 __device__ __forceinline__ void sp_tiny(const Phase& p) {
-    sp_norm<false>(p.x, p.in_tag, (int)p.n, p.kind == 2,
-                   [&](int i, float v) { sp_put(p.y + i, v, p.out_tag); });
+    sp_norm<false>(p.x, (int)p.n, p.kind == 2, [&](int i, float v) { p.y[i] = v; });
 }
 
 // One phase as its own launch (grid: one item per warp for a GEMV, one block for a tiny one).

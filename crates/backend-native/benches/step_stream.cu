@@ -68,6 +68,18 @@ __device__ __forceinline__ void ss_expect(unsigned long long* bar, u32 bytes) {
                  : "memory");
 }
 
+// A prototype must not hang its machine: a wait still spinning 2 s after it began traps (the
+// launch then fails with an error the host reports).
+// Called on every failed poll; reads the clock only every 256th.
+__device__ __forceinline__ void ss_deadline(unsigned long long& until, u32& polls) {
+    if ((polls++ & 255) != 0) return;
+    unsigned long long now = sp_now_ns();
+    if (until == 0)
+        until = now + 2000000000ull;
+    else if (now > until)
+        __trap();
+}
+
 // Waits until the barrier's phase of this parity has completed. A parity names a phase only
 // while the barrier is at most one phase behind the waiter: the callers make sure of that.
 __device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
@@ -81,7 +93,7 @@ __device__ __forceinline__ void ss_wait(unsigned long long* bar, u32 parity) {
             : "r"(smem_u32(bar)), "r"(parity)
             : "memory");
         if (done) return;
-        sp_deadline(until, polls);
+        ss_deadline(until, polls);
     }
 }
 
@@ -166,21 +178,25 @@ __device__ __forceinline__ void ss_await(const unsigned* counters, int dep, u32 
     unsigned long long until = 0;
     u32 polls = 0;
     if (dep >= 0 && threadIdx.x == 0)
-        while (ss_acquire(counters + dep) < count) sp_deadline(until, polls);
+        while (ss_acquire(counters + dep) < count) ss_deadline(until, polls);
     ss_sync();
 }
 
-// After a barrier that orders every consumer's writes of phase i, publishes them (`counted`;
-// else the readers go by the values' tags alone).
-__device__ __forceinline__ void ss_publish(unsigned* counters, int i, bool counted,
+// Publishes the consumers' writes of phase i: after a barrier of all of them, one release a
+// block; or (`per_warp`) one release a warp after its own writes (a __syncwarp orders its
+// lanes' writes before lane 0's release), so no warp waits for the block's last one and the
+// releases' latency overlaps (the block's barrier before the next staging keeps x and the
+// sums safe). Thread 0 stamps the trace (with `per_warp`, warp 0's release).
+__device__ __forceinline__ void ss_publish(unsigned* counters, int i, bool per_warp,
                                            unsigned long long* trace) {
-    ss_sync();
-    if (threadIdx.x == 0) {
-        ss_stamp(trace, i, SS_CONSUMED);
-        if (counted)
-            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i)
-                         : "memory");
-        ss_stamp(trace, i, SS_PUBLISHED);
+    if (per_warp)
+        __syncwarp();
+    else
+        ss_sync();
+    if ((threadIdx.x & 31) == 0 && (per_warp || threadIdx.x == 0)) {
+        if (threadIdx.x == 0) ss_stamp(trace, i, SS_CONSUMED);
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + i) : "memory");
+        if (threadIdx.x == 0) ss_stamp(trace, i, SS_PUBLISHED);
     }
 }
 
@@ -212,15 +228,12 @@ __device__ __forceinline__ const u16* ss_source(const Phase& p, const SsShare& s
 // bookkeeping: ~0.2 us, CUDA_NOTES round 26) bounded round 25's streamed step, so the lanes
 // take a batch of `planes` consecutive slots of a phase at a time, each waiting for its own
 // slot's release and filling it. A batch never spans two phases.
-// `issued` (lane 0 writes it after each batch): the block's slots issued so far.
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,
                            int slot_halves, unsigned long long* full, unsigned long long* empty,
-                           bool evict, int diag, int planes, volatile int* issued,
-                           unsigned long long* trace) {
+                           bool evict, int diag, int planes, unsigned long long* trace) {
     int lane = threadIdx.x & 31;
     int first = 0;  // the batch's first slot,
     u32 use = 0;    // and its use
-    int done = 0;   // slots issued before this batch
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind != 0) continue;
@@ -258,11 +271,10 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
             // The batch ends together: a lane that ran ahead into its next batch could wait on
             // an empty barrier two uses behind (consecutive uses of a slot belong to different
             // lanes unless slots is a multiple of planes), where the parity names the wrong use
-            // (round 26, calls 3-4: launches failed with p16, and 16 or 32 KiB slots with p4).
+            // (round 26, calls 3-4: launches failed with 16 lanes, and with 16 or 32 KiB slots
+            // and 4 lanes).
             __syncwarp(planes == 32 ? 0xffffffffu : (1u << planes) - 1);
             if (j0 == 0 && lane == 0) ss_stamp(trace, i, SS_FIRST);
-            done += min(planes, total - j0);
-            if (lane == 0) *issued = done;
             first += min(planes, total - j0);
             if (first >= slots) {
                 first -= slots;
@@ -274,35 +286,6 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
             ss_note(trace, i, SS_PRODUCER_WAIT, waited);
         }
     }
-}
-
-// The L2 lookahead (one more lane of the producer warp, with `ahead` > 0): asks the L2 for each
-// slot's weights (cp.async.bulk.prefetch, a hint nothing waits for) once fewer than slots +
-// ahead slots are issued before it, so DRAM keeps streaming while a full ring waits for the
-// chain. Round 26 call 2 did this in the one producer lane, which it slowed by 30-45%.
-__device__ void ss_lookahead(const Phase* phases, int count, int slot_halves, int slots,
-                             int ahead, const volatile int* issued) {
-#if __CUDA_ARCH__ >= 900
-    int t = 0;  // the block's slot number
-    for (int i = 0; i < count; i++) {
-        Phase p = phases[i];
-        if (p.kind != 0) continue;
-        SsShare s = ss_share(p, slot_halves);
-        for (int j = 0; j < s.groups * s.chunks; j++, t++) {
-            unsigned long long until = 0;
-            u32 polls = 0;
-            while (t >= *issued + slots + ahead) sp_deadline(until, polls);
-            int rows, cs;
-            const u16* src = ss_source(p, s, j, rows, cs);
-            bool whole = cs == p.k;  // whole rows are adjacent: one prefetch
-            for (int r = 0; r < (whole ? 1 : rows); r++)
-                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
-                                 src + (size_t)r * p.k),
-                             "r"((u32)((whole ? rows : 1) * cs * 2))
-                             : "memory");
-        }
-    }
-#endif
 }
 
 // The ring: `slots` slots, their full and empty barriers, and per slot the uses consumed so far.
@@ -338,7 +321,7 @@ __device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const
             if (lane == 0) {
                 unsigned long long until = 0;
                 u32 polls = 0;
-                while (q.consumed[slot] < use) sp_deadline(until, polls);
+                while (q.consumed[slot] < use) ss_deadline(until, polls);
             }
             __syncwarp();
             ss_wait(q.full + slot, use & 1);
@@ -371,15 +354,17 @@ __device__ unsigned long long ss_consume(const Phase& p, const SsShare& s, const
             float sum = warp_sum(acc[r]);
             int row = g * s.R + r;
             if (lane == 0 && p.glu) sums[row] = sum;
-            else if (lane == 0) sp_put(p.y + s.r0 + row, sum, p.out_tag);
+            else if (lane == 0) p.y[s.r0 + row] = sum;
         }
     }
     return waited;
 }
 
-// How many blocks finish phase `dep` (bump its counter): all for a GEMV, block 0 for a tiny one.
-__device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
-    return dep >= 0 && phases[dep].kind != 0 ? 1u : gridDim.x;
+// How many times phase `dep`'s counter is bumped when it is done: once by each block (a GEMV)
+// or by block 0 (a tiny phase); with `per_warp`, once by each of their consumer warps.
+__device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep, bool per_warp) {
+    u32 blocks = dep >= 0 && phases[dep].kind != 0 ? 1u : gridDim.x;
+    return per_warp ? blocks * SS_CONSUMERS : blocks;
 }
 
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
@@ -388,16 +373,13 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep) {
 // launch) counts the blocks done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
-// SS_NO_WAIT: no GEMV waits for its input, counter or tags, so the chain's order is lost).
-// chain: 0, a phase waits for the counter of the phase before it; 1, for its input's tags alone
-// (no counters, no release: sp_put).
-// planes: the producer's lanes (1 to min(32, slots)); ahead: slots past the ring for the L2
-// lookahead lane (lane `planes`, so planes < 32; 0: none).
+// SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
+// planes: the producer's lanes (1 to min(32, slots)). warps: each consumer warp publishes its
+// own writes (ss_publish).
 // trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int slot_halves, int xmax, int fold, int evict, int diag, int planes, int ahead,
-                int chain,
+                int slot_halves, int xmax, int fold, int evict, int diag, int planes, int warps,
                 unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
     __shared__ float sums[SS_YMAX];
@@ -414,31 +396,23 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         }
     __syncthreads();
     if (warp == SS_CONSUMERS) {
-        __shared__ int issued;
-        if (lane == 0) issued = 0;
-        __syncwarp();
         if (lane < planes)
             ss_produce(phases, count, ring, slots, slot_halves, full, empty, evict != 0, diag,
-                       planes, &issued, trace);
-        else if (lane == planes && ahead > 0)
-            ss_lookahead(phases, count, slot_halves, slots, ahead, &issued);
+                       planes, trace);
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
-    bool stager = warp < SP_WARPS, counted = chain == 0;
+    bool stager = warp < SP_WARPS, per_warp = warps != 0;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind == 0) {
             bool folded = fold && i > 0 && phases[i - 1].kind == 1;
             int dep = folded ? i - 2 : i - 1;
             SsShare s = ss_share(p, slot_halves);
-            bool nowait = (diag & SS_NO_WAIT) != 0;
-            ss_await(counters, nowait || !counted ? -1 : dep, ss_finishers(phases, dep));
+            ss_await(counters, (diag & SS_NO_WAIT) ? -1 : dep, ss_finishers(phases, dep, per_warp));
             ss_ready(trace, i);
-            if (nowait) p.in_tag = SP_ANY_TAG;  // x as it is
             if (stager && folded) {
-                u32 tag = nowait ? SP_ANY_TAG : phases[i - 1].in_tag;
-                sp_norm<true>(phases[i - 1].x, tag, (int)phases[i - 1].n, false,
+                sp_norm<true>(phases[i - 1].x, (int)phases[i - 1].n, false,
                               [&](int j, float v) { xh[j] = f32_to_f16(v); });
             } else if (!folded) {  // every consumer warp, 16 loads in flight a thread
                 sp_x_values<SS_CONSUMERS * 32, 16>(p, [&](int j, u16 h) { xh[j] = h; });
@@ -454,17 +428,13 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
             }
             if (threadIdx.x == 0) ss_note(trace, i, SS_FULL_WAIT, waited);
             stage += s.groups * s.chunks;
-            ss_publish(counters, i, counted, trace);
+            ss_publish(counters, i, per_warp, trace);
         } else if (!(fold && p.kind == 1) && blockIdx.x == 0) {
-            ss_await(counters, counted ? i - 1 : -1, ss_finishers(phases, i - 1));
+            ss_await(counters, i - 1, ss_finishers(phases, i - 1, per_warp));
             ss_ready(trace, i);
-            // SS_NO_WAIT: the other blocks do not wait for this phase, so they may already have
-            // written its input again (a later layer's tag): take the row as it is.
-            u32 tag = (diag & SS_NO_WAIT) ? SP_ANY_TAG : p.in_tag;
             if (stager)
-                sp_norm<true>(p.x, tag, (int)p.n, p.kind == 2,
-                              [&](int j, float v) { sp_put(p.y + j, v, p.out_tag); });
-            ss_publish(counters, i, counted, trace);
+                sp_norm<true>(p.x, (int)p.n, p.kind == 2, [&](int j, float v) { p.y[j] = v; });
+            ss_publish(counters, i, per_warp, trace);
         }
     }
 }

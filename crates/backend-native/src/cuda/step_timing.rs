@@ -62,8 +62,7 @@ pub enum PhaseKind {
     Attention = 2,
 }
 
-/// One phase as the kernels read it (`struct Phase`: eight 64-bit words, the tags sharing the
-/// last).
+/// One phase as the kernels read it (`struct Phase`: seven 64-bit words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Phase {
     pub kind: PhaseKind,
@@ -75,14 +74,10 @@ pub struct Phase {
     pub w: u64,
     pub x: u64,
     pub y: u64,
-    /// The tag x's values carry (that of the phase that wrote them; 0: the step's input), and
-    /// the tag this phase writes (its index in the step + 1): see `sp_put` in the prototype.
-    pub in_tag: u32,
-    pub out_tag: u32,
 }
 
 impl Phase {
-    fn words(&self) -> [u64; 8] {
+    fn words(&self) -> [u64; 7] {
         let flag = |b: bool| u64::from(b);
         let (n, k) = (self.n as u64, self.k as u64);
         [
@@ -93,30 +88,8 @@ impl Phase {
             self.w,
             self.x,
             self.y,
-            u64::from(self.in_tag) | u64::from(self.out_tag) << 32,
         ]
     }
-}
-
-/// The most phases a step may have: a tag is 16 bits and 0 is the step's input.
-const MAX_PHASES: usize = 0xffff;
-
-/// Tags the step's phases in order: each writes its index + 1, and reads the tag of the latest
-/// phase before it that wrote its x (0, the step's input, when none did).
-pub fn tag_chain(phases: &mut [Phase]) -> Result<(), Error> {
-    if phases.len() > MAX_PHASES {
-        return Err(crate::error::invalid(
-            "step phases",
-            format!("{} phases exceed the tags' {MAX_PHASES}", phases.len()),
-        ));
-    }
-    let mut written = std::collections::HashMap::new(); // row -> tag of its latest writer
-    for (i, p) in phases.iter_mut().enumerate() {
-        p.in_tag = written.get(&p.x).copied().unwrap_or(0);
-        p.out_tag = i as u32 + 1;
-        written.insert(p.y, p.out_tag);
-    }
-    Ok(())
 }
 
 /// Activation buffers of the chain: the residual row, the normed row, qkv, the attention
@@ -132,8 +105,7 @@ pub struct Rows {
     pub g: u64,
 }
 
-/// The seven phases of one layer over weights (qkv, o, gate/up, down) and the rows (untagged:
-/// [`tag_chain`] tags a step's).
+/// The seven phases of one layer over weights (qkv, o, gate/up, down) and the rows.
 pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: Rows) -> [Phase; 7] {
     let tiny = |kind, x, y| Phase {
         kind,
@@ -143,8 +115,6 @@ pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: R
         w: 0,
         x,
         y,
-        in_tag: 0,
-        out_tag: 0,
     };
     let gemv = |w, n, k, glu, x, y| Phase {
         kind: PhaseKind::Gemv,
@@ -154,8 +124,6 @@ pub fn layer_phases((hidden, qkv, mlp): (usize, usize, usize), w: [u64; 4], r: R
         w,
         x,
         y,
-        in_tag: 0,
-        out_tag: 0,
     };
     [
         tiny(PhaseKind::Norm, r.a, r.b),
@@ -254,10 +222,9 @@ struct Step {
     layer_bytes: usize,
     /// Keeps the weights alive for the table's addresses.
     _weights: Vec<DevBuf<u16>>,
-    /// The chain's rows of tagged activations (a, b, q, t, a2, b2, g), and the residual row every
-    /// run starts from.
-    rows: Vec<DevBuf<u32>>,
-    start: DevBuf<u32>,
+    /// The chain's rows (a, b, q, t, a2, b2, g), and the residual row every run starts from.
+    rows: Vec<DevBuf<f32>>,
+    start: DevBuf<f32>,
     phases: Vec<Phase>,
     table: DevBuf<u64>,
     barrier: DevBuf<u32>,
@@ -296,7 +263,7 @@ impl Step {
         let widths = [hidden, hidden, qkv, hidden, hidden, hidden, mlp];
         let rows = widths
             .iter()
-            .map(|&len| DevBuf::<u32>::zeros(stream, len))
+            .map(|&len| DevBuf::<f32>::zeros(stream, len))
             .collect::<Result<Vec<_>, _>>()?;
         let r = Rows {
             a: rows[0].ptr,
@@ -307,7 +274,7 @@ impl Step {
             b2: rows[5].ptr,
             g: rows[6].ptr,
         };
-        let mut phases: Vec<Phase> = weights
+        let phases: Vec<Phase> = weights
             .chunks(dims.len())
             .flat_map(|w| {
                 layer_phases(
@@ -317,12 +284,8 @@ impl Step {
                 )
             })
             .collect();
-        tag_chain(&mut phases)?;
         let words: Vec<u64> = phases.iter().flat_map(Phase::words).collect();
-        // Tagged f16 values, tag 0 (the step's input).
-        let start: Vec<u32> = (0..hidden)
-            .map(|i| u32::from(half::f16::from_f32(((i % 17) as f32 - 8.0) / 8.0).to_bits()))
-            .collect();
+        let start: Vec<f32> = (0..hidden).map(|i| ((i % 17) as f32 - 8.0) / 8.0).collect();
         Ok(Step {
             shape,
             layer_bytes: dims.iter().map(|(n, k)| n * k * 2).sum(),
@@ -381,23 +344,20 @@ impl Step {
         }
     }
 
-    /// Times `enqueue` after a restart of the rows (the residual row from `start`, the others
-    /// zeroed: no tag a step expects): (median, min) µs per step, and the residual row it leaves.
+    /// Times `enqueue` after a restart of the residual row: (median, min) µs per step, and the
+    /// residual row it leaves.
     fn time(
         &self,
         stream: &Arc<CudaStream>,
         reps: usize,
         enqueue: &dyn Fn() -> Result<(), Error>,
-    ) -> Result<((f64, f64), Vec<u32>), Error> {
+    ) -> Result<((f64, f64), Vec<f32>), Error> {
         let (hidden, ..) = self.shape;
         let timed = time_graph(stream, 1, reps, |_| {
             copy(stream, self.start.ptr, self.rows[0].ptr, hidden * 4)?;
-            for row in &self.rows[1..] {
-                zero_words(stream, row.ptr, row.len)?;
-            }
             enqueue()
         })?;
-        let mut result = vec![0u32; hidden];
+        let mut result = vec![0f32; hidden];
         self.rows[0].read(stream, &mut result)?;
         Ok((timed, result))
     }
@@ -467,49 +427,22 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
         let opts = StreamOpts { diag, ..best };
         ways.push((format!("stream-diag-{name}"), Way::Stream(opts)));
     }
-    // An L2 lookahead lane, 8 to 64 slots past the ring, beside 4 producer lanes.
-    for ahead in [8, 16, 32, 64] {
-        let opts = StreamOpts {
-            planes: 4,
-            ahead,
-            ..best
-        };
-        ways.push((
-            format!("stream-fold-evict-p4-ahead{ahead}"),
-            Way::Stream(opts),
-        ));
-        let traced = StreamOpts {
-            trace: true,
-            ..opts
-        };
-        ways.push((format!("trace-p4-ahead{ahead}"), Way::Stream(traced)));
-    }
-    // The chain on its values' tags alone (no counters), with 4 and 8 producer lanes.
+    // Each consumer warp publishing its own writes, with 4 and 8 producer lanes.
     for planes in [4, 8] {
         let opts = StreamOpts {
             planes,
-            chain: true,
+            per_warp: true,
             ..best
         };
         ways.push((
-            format!("stream-fold-evict-p{planes}-tags"),
+            format!("stream-fold-evict-p{planes}-warps"),
             Way::Stream(opts),
         ));
         let traced = StreamOpts {
             trace: true,
             ..opts
         };
-        ways.push((format!("trace-p{planes}-tags"), Way::Stream(traced)));
-        let nocopy = StreamOpts { diag: 2, ..opts };
-        ways.push((
-            format!("stream-diag-nocopy-p{planes}-tags"),
-            Way::Stream(nocopy),
-        ));
-        for slot_kib in [16, 32] {
-            let opts = StreamOpts { slot_kib, ..opts };
-            let name = format!("stream-fold-evict-{slot_kib}k-p{planes}-tags");
-            ways.push((name, Way::Stream(opts)));
-        }
+        ways.push((format!("trace-p{planes}-warps"), Way::Stream(traced)));
     }
     for (name, diag) in [("trace", 0), ("trace-nocopy", 2)] {
         let opts = StreamOpts {
@@ -577,7 +510,8 @@ pub fn time_steps(
             };
             match step.time(&stream, reps, &enqueue) {
                 Ok(((median, min), result)) => {
-                    t.same_bits = reference.get_or_insert_with(|| result.clone()) == &result;
+                    let bits: Vec<u32> = result.iter().map(|x| x.to_bits()).collect();
+                    t.same_bits = reference.get_or_insert_with(|| bits.clone()) == &bits;
                     t.us_per_layer_median = median / layers as f64;
                     t.us_per_layer_min = min / layers as f64;
                     t.weight_gbs = step.layer_bytes as f64 / t.us_per_layer_median / 1e3;
@@ -704,19 +638,8 @@ mod tests {
         }
         assert_eq!(p[6].y, p[0].x);
         assert_eq!(p.iter().filter(|p| p.kind == PhaseKind::Gemv).count(), 4);
-        assert_eq!(p[5].words(), [0, 2 * 4864, 896, 1, 12, 6, 7, 0]);
-        assert_eq!(p[6].words(), [0, 896, 4864, 0, 13, 7, 1, 0]);
-        // Tags: each phase writes index + 1 and reads its x's writer's; the first reads the
-        // input's 0, and the next layer's first reads the down projection's.
-        let mut two: Vec<Phase> = p.iter().chain(p.iter()).copied().collect();
-        tag_chain(&mut two).expect("tags");
-        let tags: Vec<(u32, u32)> = two.iter().map(|p| (p.in_tag, p.out_tag)).collect();
-        assert_eq!(&tags[..2], &[(0, 1), (1, 2)]);
-        assert_eq!(tags[7], (7, 8));
-        assert_eq!(two[13].words()[7], 13 | 14 << 32);
-        let mut many = vec![p[0]; MAX_PHASES + 1];
-        assert!(tag_chain(&mut many).is_err());
-        assert!(tag_chain(&mut many[..MAX_PHASES]).is_ok());
+        assert_eq!(p[5].words(), [0, 2 * 4864, 896, 1, 12, 6, 7]);
+        assert_eq!(p[6].words(), [0, 896, 4864, 0, 13, 7, 1]);
         assert_eq!(p[0].words()[0], 1);
         assert_eq!(p[2].words()[0], 2);
         // One item of 4 columns per warp, 8 warps a block.

@@ -25,10 +25,8 @@ pub(super) struct StreamOpts {
     pub diag: i32,
     pub slot_kib: usize,
     pub planes: usize,
-    /// Slots past the ring whose weights a lookahead lane asks the L2 for (0: none).
-    pub ahead: usize,
-    /// The phases wait for their input's tags alone, not for counters.
-    pub chain: bool,
+    /// Each consumer warp publishes its own writes (not one release a block).
+    pub per_warp: bool,
     pub trace: bool,
 }
 
@@ -41,8 +39,7 @@ impl StreamOpts {
         diag: 0,
         slot_kib: 8,
         planes: 1,
-        ahead: 0,
-        chain: false,
+        per_warp: false,
         trace: false,
     };
 }
@@ -106,11 +103,8 @@ impl Step {
         let (slots_i, halves, xmax_i) = (slots as i32, (slot_bytes / 2) as i32, xmax as i32);
         let (fold, evict) = (i32::from(opts.fold), i32::from(opts.evict));
         // Each producer lane fills its own slot of a batch: no more lanes than slots.
-        // The lookahead takes the lane after the producer's.
-        let lanes = if opts.ahead > 0 { 31 } else { 32 };
-        let planes = opts.planes.clamp(1, lanes).min(slots) as i32;
-        let ahead = i32::try_from(opts.ahead).unwrap_or(i32::MAX);
-        let chain = i32::from(opts.chain);
+        let planes = opts.planes.clamp(1, 32).min(slots) as i32;
+        let per_warp = i32::from(opts.per_warp);
         let mut params = [
             param(&self.table.ptr),
             param(&count),
@@ -122,8 +116,7 @@ impl Step {
             param(&evict),
             param(&opts.diag),
             param(&planes),
-            param(&ahead),
-            param(&chain),
+            param(&per_warp),
             param(&trace),
         ];
         let cfg = LaunchConfig {

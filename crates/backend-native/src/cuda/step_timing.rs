@@ -366,8 +366,9 @@ impl Step {
 /// The ways of running a step that [`time_steps`] times, by name: launches; persistent with 1
 /// and 2 blocks an SM, with and without `early`; streamed with and without the norm fold and
 /// the evict-first copies; the best streamed form with 16 and 32 KiB slots; its diagnostics;
-/// traced runs of the best form and of its no-copies diagnostic; and the best form with 2 to 16
-/// producer lanes (each also traced, with three diagnostics and with larger slots).
+/// traced runs of the best form and of its no-copies diagnostic; the best form with 2 to 8
+/// producer lanes (each also traced, with three diagnostics and with larger slots); and with 4
+/// and 8 lanes, each consumer warp publishing its own writes.
 fn ways(sms: usize) -> Vec<(String, Way)> {
     let mut ways = vec![("launches".to_string(), Way::Launches)];
     for per_sm in [1, 2] {
@@ -394,7 +395,10 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
         let opts = StreamOpts { slot_kib, ..best };
         ways.push((format!("stream-fold-evict-{slot_kib}k"), Way::Stream(opts)));
     }
-    for planes in [2, 4, 8, 16] {
+    // 16 lanes failed every launch in round 26 (calls 3-5, call 5 with the batch barrier; the
+    // cause is not known), and a failed launch ends every later variant of the process: not
+    // among the ways (`--variants` cannot name them either).
+    for planes in [2, 4, 8] {
         let opts = StreamOpts { planes, ..best };
         ways.push((format!("stream-fold-evict-p{planes}"), Way::Stream(opts)));
         let traced = StreamOpts {

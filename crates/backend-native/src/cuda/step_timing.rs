@@ -364,60 +364,61 @@ impl Step {
 }
 
 /// The ways of running a step that [`time_steps`] times, by name: launches; persistent with 1
-/// and 2 blocks an SM, with and without `early`; streamed with and without the norm fold and
-/// the evict-first copies; the best streamed form with 16 and 32 KiB slots; its diagnostics;
-/// traced runs of the best form and of its no-copies diagnostic; the best form with 2 to 8
-/// producer lanes (each also traced, with three diagnostics and with larger slots); and with 4
-/// and 8 lanes, each consumer warp publishing its own writes.
+/// and 2 (`persistent2`) blocks an SM, with and without `early`; streamed with and without the norm fold and
+/// the evict-first copies (4 producer lanes); the best streamed form ([`StreamOpts::BEST`]) with
+/// 16 and 32 KiB slots, with 1, 2 and 8 producer lanes (`-p1` is round 25's form), with one
+/// release a consumer warp (`-warps`), its diagnostics, and traced (`trace`, `trace-nocopy`).
 fn ways(sms: usize) -> Vec<(String, Way)> {
     let mut ways = vec![("launches".to_string(), Way::Launches)];
     for per_sm in [1, 2] {
         for early in [true, false] {
-            let name = format!("persistent{}", if early { "-early" } else { "" });
+            let name = format!(
+                "persistent{}{}",
+                if per_sm == 2 { "2" } else { "" },
+                if early { "-early" } else { "" }
+            );
             ways.push((name, Way::Persistent((sms * per_sm, early))));
         }
     }
     let best = StreamOpts::BEST;
+    let mut stream = |name: String, opts: StreamOpts| ways.push((name, Way::Stream(opts)));
     for (fold, evict) in [(false, false), (false, true), (true, false), (true, true)] {
         let name = format!(
             "stream{}{}",
             if fold { "-fold" } else { "" },
             if evict { "-evict" } else { "" }
         );
-        let opts = StreamOpts {
-            fold,
-            evict,
-            ..best
-        };
-        ways.push((name, Way::Stream(opts)));
+        stream(
+            name,
+            StreamOpts {
+                fold,
+                evict,
+                ..best
+            },
+        );
     }
     for slot_kib in [16, 32] {
-        let opts = StreamOpts { slot_kib, ..best };
-        ways.push((format!("stream-fold-evict-{slot_kib}k"), Way::Stream(opts)));
+        stream(
+            format!("stream-fold-evict-{slot_kib}k"),
+            StreamOpts { slot_kib, ..best },
+        );
     }
     // 16 lanes failed every launch in round 26 (calls 3-5, call 5 with the batch barrier; the
     // cause is not known), and a failed launch ends every later variant of the process: not
     // among the ways (`--variants` cannot name them either).
-    for planes in [2, 4, 8] {
-        let opts = StreamOpts { planes, ..best };
-        ways.push((format!("stream-fold-evict-p{planes}"), Way::Stream(opts)));
-        let traced = StreamOpts {
-            trace: true,
-            ..opts
-        };
-        ways.push((format!("trace-p{planes}"), Way::Stream(traced)));
-        for (name, diag) in [("nocopy", 2), ("stream-only", 5), ("protocol-only", 7)] {
-            let opts = StreamOpts { diag, ..opts };
-            ways.push((format!("stream-diag-{name}-p{planes}"), Way::Stream(opts)));
-        }
-        for slot_kib in [16, 32] {
-            let opts = StreamOpts { slot_kib, ..opts };
-            ways.push((
-                format!("stream-fold-evict-{slot_kib}k-p{planes}"),
-                Way::Stream(opts),
-            ));
-        }
+    for planes in [1, 2, 8] {
+        stream(
+            format!("stream-fold-evict-p{planes}"),
+            StreamOpts { planes, ..best },
+        );
     }
+    stream(
+        "stream-fold-evict-warps".into(),
+        StreamOpts {
+            per_warp: true,
+            ..best
+        },
+    );
     // Diagnostics of the best form (`diag` bits of step_stream.cu): no products, no copies, no
     // waits for the chain; neither products nor waits (the weight stream alone); none of the
     // three (the ring's protocol alone: slots armed, waited for and released).
@@ -428,33 +429,15 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
         ("stream-only", 5),
         ("protocol-only", 7),
     ] {
-        let opts = StreamOpts { diag, ..best };
-        ways.push((format!("stream-diag-{name}"), Way::Stream(opts)));
-    }
-    // Each consumer warp publishing its own writes, with 4 and 8 producer lanes.
-    for planes in [4, 8] {
-        let opts = StreamOpts {
-            planes,
-            per_warp: true,
-            ..best
-        };
-        ways.push((
-            format!("stream-fold-evict-p{planes}-warps"),
-            Way::Stream(opts),
-        ));
-        let traced = StreamOpts {
-            trace: true,
-            ..opts
-        };
-        ways.push((format!("trace-p{planes}-warps"), Way::Stream(traced)));
+        stream(format!("stream-diag-{name}"), StreamOpts { diag, ..best });
     }
     for (name, diag) in [("trace", 0), ("trace-nocopy", 2)] {
-        let opts = StreamOpts {
+        let traced = StreamOpts {
             diag,
             trace: true,
             ..best
         };
-        ways.push((name.to_string(), Way::Stream(opts)));
+        stream(name.to_string(), traced);
     }
     ways
 }
@@ -650,6 +633,31 @@ mod tests {
         assert_eq!(phase_blocks(&p[1]), 36);
         assert_eq!(phase_blocks(&p[5]), 304);
         assert_eq!(phase_blocks(&p[0]), 1);
+    }
+
+    #[test]
+    fn the_ways_have_distinct_names_and_the_best_form_is_stream_fold_evict() {
+        let all = ways(132);
+        let mut names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "duplicate names");
+        let best = all
+            .iter()
+            .find(|(n, _)| n == "stream-fold-evict")
+            .map(|(_, w)| *w);
+        assert!(matches!(best, Some(Way::Stream(o)) if o == StreamOpts::BEST));
+        for (name, way) in &all {
+            if let Way::Stream(o) = way {
+                assert!((1..=8).contains(&o.planes), "{name}: {} lanes", o.planes);
+                assert_eq!(o.trace, name.starts_with("trace"), "{name}");
+                assert_eq!(
+                    o.diag != 0,
+                    name.contains("diag") || name.ends_with("nocopy")
+                );
+            }
+        }
     }
 
     #[test]

@@ -31,14 +31,14 @@ pub(super) struct StreamOpts {
 }
 
 impl StreamOpts {
-    /// The prototype's best form so far (round 25): fold and evict, 8 KiB slots, one producer
-    /// lane, no trace.
+    /// The prototype's best form so far (round 26): fold and evict, 8 KiB slots, four producer
+    /// lanes, one release a block, no trace.
     pub(super) const BEST: StreamOpts = StreamOpts {
         fold: true,
         evict: true,
         diag: 0,
         slot_kib: 8,
-        planes: 1,
+        planes: 4,
         per_warp: false,
         trace: false,
     };

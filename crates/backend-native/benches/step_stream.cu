@@ -29,8 +29,9 @@
 #define SS_CMAX 2048
 #endif
 #define SS_RMAX 16
-// A block's rows of a GLU phase at most: their sums wait in shared memory (ss_sums) until the
-// block's warps are done, then each pair gives its output (the host checks the shapes).
+// A block's rows of a GLU phase at most: their sums wait in shared memory (`sums` in
+// step_stream) until the block's warps are done, then each pair gives its output (the host
+// checks the shapes).
 #define SS_YMAX 512
 
 // The block's share of a GEMV phase: rows [r0, r0 + rows) in groups of R rows; a slot holds
@@ -271,8 +272,8 @@ __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots
             // The batch ends together: a lane that ran ahead into its next batch could wait on
             // an empty barrier two uses behind (consecutive uses of a slot belong to different
             // lanes unless slots is a multiple of planes), where the parity names the wrong use
-            // (round 26, calls 3-4: launches failed with 16 lanes, and with 16 or 32 KiB slots
-            // and 4 lanes).
+            // (round 26, calls 3-4: launches failed with 16 or 32 KiB slots and 4 lanes; 16 lanes
+            // failed with this barrier too, for a reason not found).
             __syncwarp(planes == 32 ? 0xffffffffu : (1u << planes) - 1);
             if (j0 == 0 && lane == 0) ss_stamp(trace, i, SS_FIRST);
             first += min(planes, total - j0);
@@ -370,7 +371,7 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep, bool p
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
 // memory: `slots` slots of `slot_halves` halves, then x (xmax halves, rounded up to 4), then
 // 2 * slots mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the
-// launch) counts the blocks done with phase i.
+// launch) counts the blocks (with `warps`, the consumer warps) done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
 // SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).

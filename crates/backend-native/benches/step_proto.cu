@@ -158,7 +158,8 @@ __device__ __forceinline__ void sp_gemv(const Phase& p, const float* xs, const L
 #pragma unroll
             for (int c = 0; c < SP_COLS; c++) {
                 float sum = warp_sum(acc[c]);
-                if (lane == 0 && item * SP_COLS + c < p.n) sp_output(p, item * SP_COLS + c, gate, sum);
+                if (lane == 0 && item * SP_COLS + c < p.n)
+                    sp_output(p, item * SP_COLS + c, gate, sum);
                 gate = sum;
                 acc[c] = 0.0f;
             }

@@ -10,10 +10,10 @@
 // The SS_CONSUMERS consumer warps run the chain: per GEMV phase they wait for the counter of
 // the phase before; they stage x as halves (the values sp_stage gives; with `fold` the first
 // SP_WARPS of them compute the norm of the phase before from its input: sp_norm, whose sums
-// keep the one-block norm's order); then all multiply the slots. A warp takes a group of rows of its block's share (groups
-// round-robin over the warps) and walks its column chunks in order; a lane's 16-byte units of a
-// row are lane, lane + 32, ... as in sp_consume, so every output has the one-launch-per-phase
-// kernel's bits. Tiny phases run on block 0. Barrier 1 (SP_THREADS threads) is the staging
+// keep the one-block norm's order); then all multiply the slots. A warp takes a group of rows
+// of its block's share (groups round-robin over the warps) and walks its column chunks in
+// order; a lane's 16-byte units of a row are lane, lane + 32, ... as in sp_consume, so every
+// output has the one-launch-per-phase kernel's bits. Tiny phases run on block 0. Barrier 1 (SP_THREADS threads) is the staging
 // warps' own; barrier 2 (SS_CONSUMERS warps) orders the phases.
 
 #ifndef SS_CONSUMERS  // consumer warps (GENAI_BRIDGE_NVRTC_DEFINES may set it; >= SP_WARPS)
@@ -371,16 +371,18 @@ __device__ __forceinline__ u32 ss_finishers(const Phase* phases, int dep, bool p
 // The chain of `count` phases in one cooperative launch of one block an SM. Dynamic shared
 // memory: `slots` slots of `slot_halves` halves, then x (xmax halves, rounded up to 4), then
 // 2 * slots mbarriers, then a u32 per slot (SsRing::consumed). counters[i] (zeroed before the
-// launch) counts the blocks (with `warps`, the consumer warps) done with phase i.
+// launch) counts the blocks (with `warp_releases`, the consumer warps) done with phase i.
 // fold: the norms (kind 1) are computed by every block into its x instead of by block 0.
 // diag: 0, or SS_NO_* bits that leave one part out to time the others (the bits then differ;
 // SS_NO_WAIT: no GEMV waits for its input, so the chain's order is lost).
-// planes: the producer's lanes (1 to min(32, slots)). warps: each consumer warp publishes its
-// own writes (ss_publish).
+// planes: the producer's lanes (1 to min(32, slots)). warp_releases: each consumer warp
+// publishes its own writes (ss_publish's per_warp).
+// counters[i] then counts consumer warps.
 // trace: null, or count * gridDim.x * SS_EVENTS words (see SsEvent).
 extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
     step_stream(const Phase* __restrict__ phases, int count, unsigned* counters, int slots,
-                int slot_halves, int xmax, int fold, int evict, int diag, int planes, int warps,
+                int slot_halves, int xmax, int fold, int evict, int diag, int planes,
+                int warp_releases,
                 unsigned long long* trace) {
     extern __shared__ __align__(128) char ring[];
     __shared__ float sums[SS_YMAX];
@@ -403,7 +405,7 @@ extern "C" __global__ void __launch_bounds__(SS_THREADS, 1)
         return;
     }
     int stage = 0;  // the block's slots so far (fewer than 2^31: a step streams < 2^31 * 8 KB)
-    bool stager = warp < SP_WARPS, per_warp = warps != 0;
+    bool stager = warp < SP_WARPS, per_warp = warp_releases != 0;
     for (int i = 0; i < count; i++) {
         Phase p = phases[i];
         if (p.kind == 0) {

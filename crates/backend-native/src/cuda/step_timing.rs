@@ -322,7 +322,7 @@ impl Step {
         blocks: usize,
         early: bool,
     ) -> Result<(), Error> {
-        zero(stream, self.barrier.ptr)?;
+        zero_words(stream, self.barrier.ptr, 1)?;
         let (count, early) = (self.phases.len() as i32, i32::from(early));
         let mut params = [
             param(&self.table.ptr),
@@ -389,10 +389,6 @@ fn copy(stream: &Arc<CudaStream>, from: u64, to: u64, bytes: usize) -> Result<()
     unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, bytes, stream.cu_stream()) }
         .result()
         .map_err(cuda("copy"))
-}
-
-fn zero(stream: &Arc<CudaStream>, at: u64) -> Result<(), Error> {
-    zero_words(stream, at, 1)
 }
 
 fn zero_words(stream: &Arc<CudaStream>, at: u64, words: usize) -> Result<(), Error> {

@@ -111,7 +111,9 @@ fn clocks(words: &[u64], phases: usize, blocks: usize) -> Vec<Option<Clock>> {
 }
 
 /// Summarizes the trace `words` of `phases` phases (`layer` a layer, `gemv[i]` whether phase i
-/// of a layer is a GEMV) run by `blocks` blocks. None when no block could be placed in time.
+/// of a layer is a GEMV) run by `blocks` blocks. None when the trace holds fewer than three
+/// layers or no phase ran; a figure whose block's clock could not be placed is left out (NaN
+/// when none could).
 pub fn summarize(
     words: &[u64],
     layer: usize,
@@ -134,7 +136,7 @@ pub fn summarize(
     let span = |i: usize, b: usize, from: usize, to: usize| Some(at(i, b, to)? - at(i, b, from)?);
     let layers = phases / layer;
     let mut rows = Vec::new();
-    for position in (0..layer).filter(|&p| (0..phases / layer).any(|l| ran(l * layer + p))) {
+    for position in (0..layer).filter(|&p| (0..layers).any(|l| ran(l * layer + p))) {
         let g = gemv[position];
         let mut per_block: [Vec<f64>; 8] = Default::default();
         let (mut spread, mut handoff) = (Vec::new(), Vec::new());

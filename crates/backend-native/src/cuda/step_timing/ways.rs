@@ -104,12 +104,13 @@ pub fn time_steps(
     let device = Device::open(ordinal)?;
     let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
     let proto = load(&device)?;
-    let chosen: Vec<(String, Way)> = ways(proto.sms)
-        .into_iter()
+    let all = ways(proto.sms);
+    let chosen: Vec<&(String, Way)> = all
+        .iter()
         .filter(|(name, _)| only.is_empty() || only.contains(name))
         .collect();
     if chosen.is_empty() {
-        let known: Vec<String> = ways(proto.sms).into_iter().map(|(n, _)| n).collect();
+        let known: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
         return Err(crate::error::invalid(
             "step variants",
             format!("none of {only:?} is one of {known:?}"),
@@ -120,7 +121,7 @@ pub fn time_steps(
         let layers = step.shape.3;
         // The first way run is the reference for the bits (launches, when chosen).
         let mut reference: Option<Vec<u32>> = None;
-        for (variant, way) in &chosen {
+        for (variant, way) in chosen.iter().copied() {
             let way = *way;
             let enqueue = || match way {
                 Way::Launches => step.launches(&stream, &proto),

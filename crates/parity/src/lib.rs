@@ -41,15 +41,23 @@ pub struct ParityReport {
     pub steps: usize,
     pub max_abs_logit_diff: f32,
     pub max_rel_logit_diff: f32,
+    /// Steps that agree over all steps: identical picks, exact ties of the reference, and for
+    /// half precisions picks within one rounding step of the reference's logits (see
+    /// [`Tolerance`]'s module). This is the figure the tolerance checks.
     pub top1_agreement: f64,
-    /// Steps whose top-1 tokens differ (exact ties of the reference aside), and the largest
-    /// reference margin among them ([`StepMetrics::top1_margin`]; 0 with none): a margin below
-    /// `max_abs_logit_diff` says every disagreement was a near-tie.
+    /// The same with identical picks and exact ties only.
+    pub top1_strict_agreement: f64,
+    /// Steps whose top-1 tokens differ beyond the reference's rounding (counted against), and
+    /// the largest reference margin among every step whose picks differ
+    /// ([`StepMetrics::top1_margin`]; 0 with none).
     pub top1_disagreements: usize,
     pub top1_max_margin: f32,
     /// Steps where b picked another token that the reference's logits tie exactly with its own
     /// pick: counted as agreeing ([`StepMetrics::top1_equal`]).
     pub top1_exact_ties: usize,
+    /// Steps where b's pick is within one rounding step of the reference's pick in the
+    /// reference's own logits ([`Precision::rounding_step`]): counted as agreeing.
+    pub top1_rounding_ties: usize,
     pub top5_overlap: f64,
     pub kl_max: f64,
     pub kl_mean: f64,
@@ -198,8 +206,17 @@ fn summarize(
     let n = steps.len().max(1) as f64;
     let max_abs = steps.iter().map(|s| s.max_abs).fold(0.0, f32::max);
     let max_rel = steps.iter().map(|s| s.max_rel).fold(0.0, f32::max);
-    let top1 = steps.iter().filter(|s| s.top1_equal).count() as f64 / n;
-    let disagreements = steps.iter().filter(|s| !s.top1_equal).count();
+    let within_rounding = |s: &StepMetrics| {
+        !s.top1_equal
+            && tolerance
+                .precision
+                .rounding_step(s.top1_value)
+                .is_some_and(|step| s.top1_margin <= step)
+    };
+    let equal = steps.iter().filter(|s| s.top1_equal).count();
+    let rounding_ties = steps.iter().filter(|s| within_rounding(s)).count();
+    let top1 = (equal + rounding_ties) as f64 / n;
+    let disagreements = steps.len() - equal - rounding_ties;
     let max_margin = steps.iter().map(|s| s.top1_margin).fold(0.0, f32::max);
     let ties = steps.iter().filter(|s| s.top1_tie).count();
     let top5 = steps.iter().map(|s| s.top5_overlap).sum::<f64>() / n;
@@ -214,9 +231,11 @@ fn summarize(
         max_abs_logit_diff: max_abs,
         max_rel_logit_diff: max_rel,
         top1_agreement: top1,
+        top1_strict_agreement: equal as f64 / n,
         top1_disagreements: disagreements,
         top1_max_margin: max_margin,
         top1_exact_ties: ties,
+        top1_rounding_ties: rounding_ties,
         top5_overlap: top5,
         kl_max,
         kl_mean,
@@ -242,6 +261,41 @@ mod tests {
         assert_eq!((r.top1_disagreements, r.top1_exact_ties), (1, 1));
         assert!((r.top1_agreement - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(r.top1_max_margin, 0.5);
+        assert_eq!(r.top1_rounding_ties, 0);
         assert!(!r.pass);
+    }
+
+    #[test]
+    fn half_precision_flips_within_one_rounding_step_agree_and_wider_ones_do_not() {
+        // bf16 logits in [4, 8): one rounding step is 2^-5.
+        let step = 0.03125f32;
+        let steps = [
+            compare_logits(&[0.0, 4.0 + step, 4.0], &[0.0, 4.0, 4.0 + step]),
+            compare_logits(&[0.0, 4.0 + 2.0 * step, 4.0], &[0.0, 4.0, 4.0 + step]),
+            compare_logits(&[0.0, 4.0, 1.0], &[0.0, 4.0, 1.0]),
+            compare_logits(&[0.0, 4.0, 4.0], &[0.0, 3.9, 4.1]),
+        ];
+        let r = summarize(&steps, None, Tolerance::for_precision(Precision::Bf16));
+        assert_eq!(
+            (
+                r.top1_rounding_ties,
+                r.top1_exact_ties,
+                r.top1_disagreements
+            ),
+            (1, 1, 1)
+        );
+        assert!((r.top1_agreement - 0.75).abs() < 1e-12);
+        assert!((r.top1_strict_agreement - 0.5).abs() < 1e-12);
+        assert_eq!(r.top1_max_margin, 2.0 * step);
+        // fp16's step at 4 is 2^-8, so the one-bf16-step flip is a disagreement there; fp32
+        // and int4 take only exact ties.
+        for p in [Precision::Fp16, Precision::Fp32, Precision::Int4] {
+            let r = summarize(&steps, None, Tolerance::for_precision(p));
+            assert_eq!(
+                (r.top1_rounding_ties, r.top1_disagreements),
+                (0, 2),
+                "{p:?}"
+            );
+        }
     }
 }

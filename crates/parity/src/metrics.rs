@@ -16,6 +16,9 @@ pub struct StepMetrics {
     /// logits (0 when they agree). A disagreement whose margin is within the logit error is a
     /// near-tie that rounding flipped.
     pub top1_margin: f32,
+    /// The reference's own top logit, a[top-1 of a]: the scale of its rounding step
+    /// ([`crate::Precision::rounding_step`]).
+    pub top1_value: f32,
     /// |top5(a) ∩ top5(b)| / 5.
     pub top5_overlap: f64,
     /// KL(softmax(a) ‖ softmax(b)), in nats.
@@ -40,6 +43,7 @@ pub fn compare_logits(a: &[f32], b: &[f32]) -> StepMetrics {
         (Some(&i), Some(&j)) if i != j => a[i] - a[j],
         _ => 0.0,
     };
+    let top1_value = top_a.first().map_or(0.0, |&i| a[i]);
     let same = top_a.first() == top_b.first();
     let tie = !same && margin == 0.0;
     StepMetrics {
@@ -48,6 +52,7 @@ pub fn compare_logits(a: &[f32], b: &[f32]) -> StepMetrics {
         top1_equal: same || tie,
         top1_tie: tie,
         top1_margin: margin,
+        top1_value,
         top5_overlap: overlap,
         kl: kl_divergence(a, b),
     }
@@ -113,6 +118,7 @@ mod tests {
         assert!(!m.top1_equal);
         // The reference's pick (index 1, 2.0) against b's (index 2, 1.0 in the reference).
         assert_eq!(m.top1_margin, 1.0);
+        assert_eq!(m.top1_value, 2.0);
         // KL of softmax([0,2,1,-1]) against softmax([0,1,2.5,-1]), computed by hand.
         let p: Vec<f64> = [0.0f64, 2.0, 1.0, -1.0].iter().map(|v| v.exp()).collect();
         let q: Vec<f64> = [0.0f64, 1.0, 2.5, -1.0].iter().map(|v| v.exp()).collect();

@@ -70,10 +70,19 @@ pub fn run(args: &ParityArgs) -> Result<ExitCode> {
             report.kl_max,
             report.kl_mean
         );
-        if report.top1_disagreements > 0 {
+        if report.top1_disagreements + report.top1_rounding_ties > 0 {
             println!(
                 "  top-1 differs at {} step(s); the reference's margin between the two picks is at most {:.3e}",
-                report.top1_disagreements, report.top1_max_margin
+                report.top1_disagreements + report.top1_rounding_ties,
+                report.top1_max_margin
+            );
+        }
+        if report.top1_rounding_ties > 0 {
+            println!(
+                "  {} of those within one {:?} rounding step of the reference's top logit (counted as agreeing; strict top-1 {:.2}%)",
+                report.top1_rounding_ties,
+                precision,
+                report.top1_strict_agreement * 100.0
             );
         }
         if report.top1_exact_ties > 0 {

@@ -41,9 +41,9 @@ pub struct ParityReport {
     pub steps: usize,
     pub max_abs_logit_diff: f32,
     pub max_rel_logit_diff: f32,
-    /// Steps that agree over all steps: identical picks, exact ties of the reference, and for
-    /// half precisions picks within one rounding step of the reference's logits (see
-    /// [`Tolerance`]'s module). This is the figure the tolerance checks.
+    /// The share of steps that agree: identical picks, exact ties of the reference, and for half
+    /// precisions picks within one rounding step of the reference's top logit
+    /// ([`Precision::rounding_step`]). This is the figure the tolerance checks.
     pub top1_agreement: f64,
     /// The same with identical picks and exact ties only.
     pub top1_strict_agreement: f64,

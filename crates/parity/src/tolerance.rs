@@ -21,10 +21,11 @@
 //! Every other flip is a disagreement; the report counts each kind apart and keeps the strict
 //! figure (identical picks and exact ties only). fp32 and int4 take only exact ties.
 //!
-//! int4 (MatMulNBits with accuracy_level 4) quantizes activations to int8 per block; the native decoder follows ONNX
-//! Runtime's recipe, which it matches to ~5e-6 at block size 64, but ONNX Runtime's kernels for
-//! block sizes 16 and 32 round differently (measured on the fixtures: 1.3e-2 to 1.1e-1 max
-//! absolute logit difference, KL ≤ 3.2e-4, greedy tokens identical). Greedy tokens must match.
+//! int4 (MatMulNBits with accuracy_level 4) quantizes activations to int8 per block; the native
+//! decoder follows ONNX Runtime's recipe, which it matches to ~5e-6 at block size 64, but ONNX
+//! Runtime's kernels for block sizes 16 and 32 round differently (measured on the fixtures: 1.3e-2
+//! to 1.1e-1 max absolute logit difference, KL ≤ 3.2e-4, greedy tokens identical). Greedy tokens
+//! must match.
 
 use serde::Serialize;
 

@@ -193,7 +193,7 @@ def main():
               f"{fmt_tps(hf['hf-eager'].get('decode_tok_s')) + mark if 'hf-eager' in hf else DASH} | "
               f"{hfc_txt + mark if hfc else DASH} | {fmt_ratio(nat, ort and ort['decode_tok_s'])} | "
               f"{fmt_ratio(nat, best_hf)}{mark if best_hf else ''} | {fmt_pct(rf)} | {counters} |")
-        results[(m, p)] = dict(nat=nat, ort=ort and ort["decode_tok_s"], best_hf=best_hf, rf=rf, ng=ng,
+        results[(m, p)] = dict(nat=nat, ort=ort and ort["decode_tok_s"], best_hf=best_hf, rf=rf, ng=ng, roof=roof,
                                borrowed=borrowed)
     if not keys:
         print(f"| {DASH} | | | | | | | | | | | | |")
@@ -268,9 +268,17 @@ def main():
 
     every("faster than the ONNX Runtime CUDA EP on every row",
           lambda r: None if not r["nat"] or not r["ort"] else (r["nat"] > r["ort"], fmt_ratio(r["nat"], r["ort"])))
-    every(f"≥{HF_FACTOR:.0f}× the best transformers on every row",
-          lambda r: None if not r["nat"] or not r["best_hf"] else
-          (r["nat"] >= HF_FACTOR * r["best_hf"], fmt_ratio(r["nat"], r["best_hf"])))
+    def hf_factor(r):
+        if not r["nat"] or not r["best_hf"]:
+            return None
+        text = fmt_ratio(r["nat"], r["best_hf"])
+        need = HF_FACTOR * r["best_hf"]
+        if r["nat"] < need and r["roof"] and need > r["roof"]:
+            # The target asks for more than the memory-bandwidth roofline allows on this row.
+            text += f"; {HF_FACTOR:.0f}× is {fmt_tps(need)} tok/s, above the roofline's {fmt_tps(r['roof'])}"
+        return r["nat"] >= need, text
+
+    every(f"≥{HF_FACTOR:.0f}× the best transformers on every row", hf_factor)
 
     def fallbacks(r):
         ng = r["ng"]

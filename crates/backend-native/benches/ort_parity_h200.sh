@@ -4,7 +4,7 @@
 # reference (a), and native CUDA and native CPU under test (b). ONNX Runtime CPU is no oracle
 # for the half-precision fixtures: it has no bf16 MatMul, and for fp16 it runs each MatMul chain
 # in f32 behind inserted casts (CUDA_NOTES round 27), where a CUDA-built graph rounds every
-# output to fp16. One text report and one JSON line per pair in $OUT.
+# output to fp16. One JSON report per pair in $OUT (stderr beside it), a line each on stdout.
 #
 # Needs the GPU build of ONNX Runtime 1.31.1 joined in $ORT_DIR (/tmp/ort-gpu): carry its parts
 # over several calls with `STAGE_ORT_ONLY=1 bash benches/decode_h200.sh` (its header says how),
@@ -39,6 +39,15 @@ for case in json.load(open(sys.argv[1]))["cases"]:
     print(",".join(map(str, case["prompt_ids"])))
 PY
 fi
+# A report's one line: its verdict and figures, else the first line of what the run printed.
+summary() {
+    python3 - "$1.json" 2>/dev/null <<'PY' || head -1 "$1.err" | cut -c1-120
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("PASS" if r["pass"] else "FAIL", f'max|d| {r["max_abs_logit_diff"]:.3e} top-1 {r["top1_agreement"]:.4f}',
+      f'(strict {r["top1_strict_agreement"]:.4f}) KL {r["kl_max"]:.2e}', "; ".join(r["failures"]))
+PY
+}
 status=0
 for dir in "${models[@]}"; do
     [[ -f "$dir/genai_config.json" ]] || continue
@@ -46,12 +55,11 @@ for dir in "${models[@]}"; do
     prompts=()
     [[ "${dir%/}" == "$conformance" ]] && prompts=(--prompts "$conformance_prompts")
     for device in cuda cpu; do
-        args=(parity "$dir" "${prompts[@]}" --a ort --a-device cuda --b native --b-device "$device"
-            --tokens "${TOKENS:-64}")
-        timeout 120 "$bin" "${args[@]}" >"$out/$name-$device.txt" 2>&1
+        report="$out/$name-$device"
+        timeout 120 "$bin" parity "$dir" "${prompts[@]}" --a ort --a-device cuda --b native \
+            --b-device "$device" --tokens "${TOKENS:-64}" --json >"$report.json" 2>"$report.err"
         rc=$?
-        timeout 120 "$bin" "${args[@]}" --json >"$out/$name-$device.json" 2>/dev/null
-        echo "$name: ort-cuda vs native-$device rc=$rc $(head -1 "$out/$name-$device.txt" | cut -c1-120)"
+        echo "$name: ort-cuda vs native-$device rc=$rc $(summary "$report")"
         [[ $rc == 0 ]] || status=1
     done
 done

@@ -48,7 +48,7 @@
 // barriers), so one fixed grid (gs >= the splits of any n <= capacity) serves every position
 // of a captured graph.
 //
-// q and k are rounded to the activation precision and then rotated exactly like
+// q and k are rounded to the activation precision, rotated and rounded again exactly like
 // rotary_append_f32 (rotary_dim 0: no rotation); the new key and value are written to the
 // cache at position p by the block that owns p (slice 0 only) and taken from shared memory,
 // not re-read, by every block holding p (one per head slice).
@@ -118,13 +118,14 @@ __device__ __forceinline__ DaRot da_rot(const float* __restrict__ c,
 }
 
 // Value d rotated from its value x and its partner's y (both as read, then rounded):
-// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32.
+// x c -+ y s as fma(x, c, -+(s y)), the roundings the compiler gives rotary_append_f32, then
+// rounded again (the graph's rotation has half-precision outputs).
 __device__ __forceinline__ float da_rotate(float x, float y, DaRot r, int d, int rotary_dim,
                                            int act) {
     x = round_act(x, act);
     if (d >= rotary_dim) return x;
     float sy = __fmul_rn(r.s, round_act(y, act));
-    return __fmaf_rn(x, r.c, r.first ? -sy : sy);
+    return round_act(__fmaf_rn(x, r.c, r.first ? -sy : sy), act);
 }
 
 // Element e < DA_HEADS * hs of a block's query heads: its head and value. DA_HEADS is 2, so the

@@ -1,7 +1,7 @@
 // Rotary position embedding on q and k inside the fused qkv buffer `[m, ld]` (q heads, then k
 // heads, then v heads), and the append of the new keys and values to the KV cache
-// `[kv_heads, capacity, head_size]`. q and k are first rounded to the activation precision
-// (the graph's attention works on half-precision inputs). Grid (m, heads + kv_heads); the
+// `[kv_heads, capacity, head_size]`. q and k are rounded to the activation precision before and
+// after the rotation (the graph's attention takes and rotates half-precision values). Grid (m, heads + kv_heads); the
 // token's position is step[0] + blockIdx.x. rotary_dim 0: no rotation.
 
 extern "C" __global__ void rotary_append_f32(float* __restrict__ qkv, int ld,
@@ -25,8 +25,8 @@ extern "C" __global__ void rotary_append_f32(float* __restrict__ qkv, int ld,
             int a = interleaved ? 2 * i : i;
             int b = interleaved ? 2 * i + 1 : i + half;
             float xa = v[a], xb = v[b];
-            v[a] = xa * c[i] - xb * s[i];
-            v[b] = xb * c[i] + xa * s[i];
+            v[a] = round_act(xa * c[i] - xb * s[i], act);
+            v[b] = round_act(xb * c[i] + xa * s[i], act);
         }
     }
     if (hh < heads) return;

@@ -186,7 +186,7 @@ fn attention_block(
         let input = k.clone();
         apply_norm(norm, &input, &mut k)?;
     }
-    // The attention kernel of a half-precision graph works on half-precision q, k and v.
+    // The attention of a half-precision graph takes half-precision q, k and v.
     act.round(&mut q);
     act.round(&mut k);
     if layer.rotary {
@@ -212,6 +212,10 @@ fn attention_block(
             r.rotary_dim,
             r.interleaved,
         )?;
+        // The graph's attention rotates half-precision q and k into half-precision values (its
+        // KV cache holds them so): the rotated values round too.
+        act.round(&mut q);
+        act.round(&mut k);
     }
     for t in 0..m {
         for h in 0..layer.kv_heads {

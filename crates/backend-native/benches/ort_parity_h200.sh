@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The native decoder against ONNX Runtime's CUDA execution provider on the H200 machine: for
 # every fixture and the conformance model, `genai-bridge parity` with ONNX Runtime CUDA as the
-# reference (a), and native CUDA and native CPU under test (b). ONNX Runtime CPU is no oracle
-# for the half-precision fixtures: it has no bf16 MatMul, and for fp16 it runs each MatMul chain
-# in f32 behind inserted casts (CUDA_NOTES round 27), where a CUDA-built graph rounds every
-# output to fp16. One JSON report per pair in $OUT (stderr beside it), a line each on stdout.
+# reference (a), and native CUDA and native CPU under test (b): the provider the fp16 and bf16
+# fixtures were built for (ONNX Runtime CPU has no bf16 MatMul at all). What to expect from each
+# kind of fixture, and why the CPU-built int4 ones cannot agree with it: CUDA_NOTES round 28.
+# One JSON report per pair in $OUT (stderr beside it), a line each on stdout.
 #
 # Needs the GPU build of ONNX Runtime 1.31.1 joined in $ORT_DIR (/tmp/ort-gpu): carry its parts
 # over several calls with `STAGE_ORT_ONLY=1 bash benches/decode_h200.sh` (its header says how),
@@ -14,6 +14,16 @@
 # CONFORMANCE (optional): a copy of ../shared/conformance/tiny-random-gpt2-fp32, which does not
 # travel with the tree; its prompts are its own ids (its 1,000-token vocabulary refuses the
 # CLI's default text prompts). TOKENS (64) tokens are generated after each prompt.
+# ONNX Runtime's CUDA EP runs fp32 MatMuls in TF32 unless its `use_tf32` option is "0", which
+# puts it ~3e-2 from any fp32 reference (CUDA_NOTES round 28); so each model is compared through
+# a copy of its folder (links, and a genai_config.json whose CUDA options add use_tf32 "0").
+# ORT_TF32=1 compares against the model's own options instead.
+# LONG_MODELS (optional): model folders (e.g. the bench models of models/make_bench_models.py,
+# whose context is 4,096) also compared at long prompts: LONG_LENGTHS ("700 3000") token ids
+# drawn from a fixed seed below the model's vocabulary, LONG_TOKENS (32) tokens after each,
+# native CUDA and (with LONG_CPU=1) native CPU against ONNX Runtime CUDA. The fixtures' context
+# is 256, so this is where the attention's long-context layouts (more than one merge group past
+# 512 positions) and the prompt path at thousands of positions meet the reference end to end.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benches/h200_env.sh
@@ -39,6 +49,26 @@ for case in json.load(open(sys.argv[1]))["cases"]:
     print(",".join(map(str, case["prompt_ids"])))
 PY
 fi
+# The folder the reference reads for model $1: the model itself under ORT_TF32=1, else a linked
+# copy whose CUDA provider options say use_tf32 "0".
+reference_dir() {
+    [[ "${ORT_TF32:-0}" == 1 ]] && { echo "$1"; return; }
+    local copy
+    copy="$out/models/$(basename "$1")"
+    rm -rf "$copy" && mkdir -p "$out/models" && cp -rs "$(realpath "$1")" "$copy" && rm "$copy/genai_config.json"
+    python3 - "$1/genai_config.json" "$copy/genai_config.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+options = config["model"]["decoder"].setdefault("session_options", {}).setdefault("provider_options", [])
+cuda = next((o["cuda"] for o in options if "cuda" in o), None)
+if cuda is None:
+    options.append({"cuda": {"use_tf32": "0"}})
+else:
+    cuda["use_tf32"] = "0"
+json.dump(config, open(sys.argv[2], "w"), indent=1)
+PY
+    echo "$copy"
+}
 # A report's one line: its verdict and figures, else the first line of what the run printed.
 summary() {
     python3 - "$1.json" 2>/dev/null <<'PY' || head -1 "$1.err" | cut -c1-120
@@ -48,18 +78,49 @@ print("PASS" if r["pass"] else "FAIL", f'max|d| {r["max_abs_logit_diff"]:.3e} to
       f'(strict {r["top1_strict_agreement"]:.4f}) KL {r["kl_max"]:.2e}', "; ".join(r["failures"]))
 PY
 }
+# Writes one prompt of each LONG_LENGTHS length for a model of vocabulary $2 to file $1.
+long_prompts() {
+    python3 - "$1" "$2" ${LONG_LENGTHS:-700 3000} <<'PY'
+import random, sys
+path, vocab, lengths = sys.argv[1], int(sys.argv[2]), map(int, sys.argv[3:])
+rng = random.Random(20261202)
+with open(path, "w") as f:
+    for n in lengths:
+        f.write(",".join(str(rng.randrange(vocab)) for _ in range(n)) + "\n")
+PY
+}
 status=0
 for dir in "${models[@]}"; do
     [[ -f "$dir/genai_config.json" ]] || continue
     name=$(basename "$dir")
     prompts=()
     [[ "${dir%/}" == "$conformance" ]] && prompts=(--prompts "$conformance_prompts")
+    ref=$(reference_dir "${dir%/}")
     for device in cuda cpu; do
         report="$out/$name-$device"
-        timeout 120 "$bin" parity "$dir" "${prompts[@]}" --a ort --a-device cuda --b native \
+        timeout 120 "$bin" parity "$ref" "${prompts[@]}" --a ort --a-device cuda --b native \
             --b-device "$device" --tokens "${TOKENS:-64}" --json >"$report.json" 2>"$report.err"
         rc=$?
         echo "$name: ort-cuda vs native-$device rc=$rc $(summary "$report")"
+        [[ $rc == 0 ]] || status=1
+    done
+done
+for dir in ${LONG_MODELS:-}; do
+    [[ -f "$dir/genai_config.json" ]] || { echo "$dir: no genai_config.json" >&2; status=1; continue; }
+    name=$(basename "$dir")
+    vocab=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"]["vocab_size"])' \
+        "$dir/genai_config.json")
+    long_prompts "$out/$name-long-prompts.txt" "$vocab"
+    ref=$(reference_dir "${dir%/}")
+    devices=(cuda)
+    [[ "${LONG_CPU:-0}" == 1 ]] && devices+=(cpu)
+    for device in "${devices[@]}"; do
+        report="$out/$name-long-$device"
+        timeout 300 "$bin" parity "$ref" --prompts "$out/$name-long-prompts.txt" --a ort \
+            --a-device cuda --b native --b-device "$device" --tokens "${LONG_TOKENS:-32}" --json \
+            >"$report.json" 2>"$report.err"
+        rc=$?
+        echo "$name (long prompts ${LONG_LENGTHS:-700 3000}): ort-cuda vs native-$device rc=$rc $(summary "$report")"
         [[ $rc == 0 ]] || status=1
     done
 done

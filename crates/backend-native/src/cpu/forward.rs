@@ -250,34 +250,17 @@ fn activate(activation: Activation, x: &mut [f32]) {
     }
 }
 
-/// act(gate) * up, for any activation.
-/// act(gate) * up. With half-precision activations every graph op rounds its output: for SiLU
-/// that is Sigmoid, then gate * sigmoid, then the product with up.
-fn gated(
-    activation: Activation,
-    gate: &mut [f32],
-    up: &[f32],
-    act: Activations,
-) -> Result<Vec<f32>, Error> {
+/// act(gate) * up in f32 (the MLP block does not round inside, see [`mlp_block`]).
+fn gated(activation: Activation, gate: &mut [f32], up: &[f32]) -> Result<Vec<f32>, Error> {
     let mut out = vec![0.0f32; up.len()];
-    if activation == Activation::Silu && act == Activations::F32 {
+    if activation == Activation::Silu {
         silu_mul(gate, up, &mut out)?;
         return Ok(out);
     }
-    if activation == Activation::Silu {
-        for g in gate.iter_mut() {
-            let mut sigmoid = [1.0 / (1.0 + (-*g).exp())];
-            act.round(&mut sigmoid);
-            *g *= sigmoid[0];
-        }
-    } else {
-        activate(activation, gate);
-    }
-    act.round(gate);
+    activate(activation, gate);
     for ((o, g), u) in out.iter_mut().zip(gate.iter()).zip(up) {
         *o = g * u;
     }
-    act.round(&mut out);
     Ok(out)
 }
 
@@ -294,7 +277,7 @@ fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f3
         } => {
             let mut g = run_linear(gate, x, m, act, pool)?;
             let u = run_linear(up, x, m, act, pool)?;
-            let h = gated(*activation, &mut g, &u, act)?;
+            let h = gated(*activation, &mut g, &u)?;
             run_linear(down, &h, m, act, pool)
         }
         Mlp::GatedFused {
@@ -309,7 +292,7 @@ fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f3
                 g.extend_from_slice(&row[..*width]);
                 u.extend_from_slice(&row[*width..]);
             }
-            let h = gated(*activation, &mut g, &u, act)?;
+            let h = gated(*activation, &mut g, &u)?;
             run_linear(down, &h, m, act, pool)
         }
         Mlp::Plain {
@@ -319,7 +302,6 @@ fn mlp_block(mlp: &Mlp, x: &[f32], m: usize, pool: &ThreadPool) -> Result<Vec<f3
         } => {
             let mut h = run_linear(up, x, m, act, pool)?;
             activate(*activation, &mut h);
-            act.round(&mut h);
             run_linear(down, &h, m, act, pool)
         }
     }

@@ -1,8 +1,9 @@
 // Rotary position embedding on q and k inside the fused qkv buffer `[m, ld]` (q heads, then k
 // heads, then v heads), and the append of the new keys and values to the KV cache
 // `[kv_heads, capacity, head_size]`. q and k are rounded to the activation precision before and
-// after the rotation (the graph's attention takes and rotates half-precision values). Grid (m, heads + kv_heads); the
-// token's position is step[0] + blockIdx.x. rotary_dim 0: no rotation.
+// after the rotation (the graph's attention takes and rotates half-precision values). Grid
+// (m, heads + kv_heads); the token's position is step[0] + blockIdx.x. rotary_dim 0: no
+// rotation.
 
 extern "C" __global__ void rotary_append_f32(float* __restrict__ qkv, int ld,
                                              const int* __restrict__ step,

@@ -16,7 +16,8 @@
 # CLI's default text prompts). TOKENS (64) tokens are generated after each prompt.
 # ONNX Runtime's CUDA EP runs fp32 MatMuls in TF32 unless its `use_tf32` option is "0", which
 # puts it ~3e-2 from any fp32 reference (CUDA_NOTES round 28); so each model is compared through
-# a copy of its folder (links, and a genai_config.json whose CUDA options add use_tf32 "0").
+# a copy of its folder under WORK_DIR (/tmp/ort-parity: links, and a genai_config.json whose
+# CUDA options add use_tf32 "0").
 # ORT_TF32=1 compares against the model's own options instead.
 # LONG_MODELS (optional): model folders (e.g. the bench models of models/make_bench_models.py,
 # whose context is 4,096) also compared at long prompts: LONG_LENGTHS ("700 3000") token ids
@@ -28,6 +29,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 . benches/h200_env.sh
 out="${OUT:-ort-parity-out}" bin="${BIN:-carry/cuda/genai-bridge}" ort_dir="${ORT_DIR:-/tmp/ort-gpu}"
+work="${WORK_DIR:-/tmp/ort-parity}"  # the linked model copies (scratch, not results)
 mkdir -p "$out"
 if [[ ! -f "$ort_dir/libonnxruntime.so.1.31.1" ]]; then
     echo "no ONNX Runtime GPU library in $ort_dir: join the parts first (see the header)" >&2
@@ -54,8 +56,8 @@ fi
 reference_dir() {
     [[ "${ORT_TF32:-0}" == 1 ]] && { echo "$1"; return; }
     local copy
-    copy="$out/models/$(basename "$1")"
-    rm -rf "$copy" && mkdir -p "$out/models" && cp -rs "$(realpath "$1")" "$copy" && rm "$copy/genai_config.json"
+    copy="$work/$(basename "$1")"
+    rm -rf "$copy" && mkdir -p "$work" && cp -rs "$(realpath "$1")" "$copy" && rm "$copy/genai_config.json"
     python3 - "$1/genai_config.json" "$copy/genai_config.json" <<'PY'
 import json, sys
 config = json.load(open(sys.argv[1]))
@@ -90,6 +92,17 @@ with open(path, "w") as f:
 PY
 }
 status=0
+# One comparison: compare LABEL REPORT SECONDS DIR DEVICE TOKENS [parity options...]: ONNX
+# Runtime CUDA on DIR against native on DEVICE, the JSON report in REPORT.json, a line printed.
+compare() {
+    local label=$1 report=$2 seconds=$3 dir=$4 device=$5 tokens=$6
+    shift 6
+    timeout "$seconds" "$bin" parity "$dir" "$@" --a ort --a-device cuda --b native \
+        --b-device "$device" --tokens "$tokens" --json >"$report.json" 2>"$report.err"
+    local rc=$?
+    echo "$label: ort-cuda vs native-$device rc=$rc $(summary "$report")"
+    [[ $rc == 0 ]] || status=1
+}
 for dir in "${models[@]}"; do
     [[ -f "$dir/genai_config.json" ]] || continue
     name=$(basename "$dir")
@@ -97,12 +110,7 @@ for dir in "${models[@]}"; do
     [[ "${dir%/}" == "$conformance" ]] && prompts=(--prompts "$conformance_prompts")
     ref=$(reference_dir "${dir%/}")
     for device in cuda cpu; do
-        report="$out/$name-$device"
-        timeout 120 "$bin" parity "$ref" "${prompts[@]}" --a ort --a-device cuda --b native \
-            --b-device "$device" --tokens "${TOKENS:-64}" --json >"$report.json" 2>"$report.err"
-        rc=$?
-        echo "$name: ort-cuda vs native-$device rc=$rc $(summary "$report")"
-        [[ $rc == 0 ]] || status=1
+        compare "$name" "$out/$name-$device" 120 "$ref" "$device" "${TOKENS:-64}" "${prompts[@]}"
     done
 done
 for dir in ${LONG_MODELS:-}; do
@@ -115,13 +123,8 @@ for dir in ${LONG_MODELS:-}; do
     devices=(cuda)
     [[ "${LONG_CPU:-0}" == 1 ]] && devices+=(cpu)
     for device in "${devices[@]}"; do
-        report="$out/$name-long-$device"
-        timeout 300 "$bin" parity "$ref" --prompts "$out/$name-long-prompts.txt" --a ort \
-            --a-device cuda --b native --b-device "$device" --tokens "${LONG_TOKENS:-32}" --json \
-            >"$report.json" 2>"$report.err"
-        rc=$?
-        echo "$name (long prompts ${LONG_LENGTHS:-700 3000}): ort-cuda vs native-$device rc=$rc $(summary "$report")"
-        [[ $rc == 0 ]] || status=1
+        compare "$name (long prompts ${LONG_LENGTHS:-700 3000})" "$out/$name-long-$device" 300 \
+            "$ref" "$device" "${LONG_TOKENS:-32}" --prompts "$out/$name-long-prompts.txt"
     done
 done
 exit $status

@@ -13,8 +13,9 @@
 // keep the one-block norm's order); then all multiply the slots. A warp takes a group of rows
 // of its block's share (groups round-robin over the warps) and walks its column chunks in
 // order; a lane's 16-byte units of a row are lane, lane + 32, ... as in sp_consume, so every
-// output has the one-launch-per-phase kernel's bits. Tiny phases run on block 0. Barrier 1 (SP_THREADS threads) is the staging
-// warps' own; barrier 2 (SS_CONSUMERS warps) orders the phases.
+// output has the one-launch-per-phase kernel's bits. Tiny phases run on block 0. Barrier 1
+// (SP_THREADS threads) is the staging warps' own; barrier 2 (SS_CONSUMERS warps) orders the
+// phases.
 
 #ifndef SS_CONSUMERS  // consumer warps (GENAI_BRIDGE_NVRTC_DEFINES may set it; >= SP_WARPS)
 #define SS_CONSUMERS 16

@@ -11,8 +11,8 @@ use crate::ffi::{
 use crate::tensor::ElementType;
 use genai_config::{Config, Search};
 use genai_engine::{BackendKind, BackendRequest, Decoder, Generator, Route};
-use genai_parity::Precision;
-use genai_runtime::{OpenOptions, open, open_ort, precision_of};
+use genai_onnx::DataType;
+use genai_runtime::{OpenOptions, open, open_ort};
 use genai_tokenizer::Tokenizer;
 use std::ffi::c_char;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -67,9 +67,11 @@ impl ModelShared {
             opened.route.device.name(),
             opened.route.reasons.join("; ")
         ));
-        let logits_type = match opened.plan.as_ref().map(precision_of) {
-            Some(Precision::Fp16) => ElementType::FLOAT16,
-            Some(Precision::Bf16) => ElementType::BFLOAT16,
+        // What the graph declares, as ONNX Runtime GenAI hands it out: an int4 model with
+        // half-precision activations has half-precision logits, whichever backend runs it.
+        let logits_type = match opened.logits_type {
+            Some(DataType::Float16) => ElementType::FLOAT16,
+            Some(DataType::BFloat16) => ElementType::BFLOAT16,
             _ => ElementType::FLOAT32,
         };
         Ok(ModelShared {

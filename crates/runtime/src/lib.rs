@@ -14,7 +14,7 @@ use genai_engine::{
     BackendKind, BackendRequest, Decoder, DeviceKind, NoRoute, Route, RouteFacts, route,
 };
 use genai_frontend::{DecoderPlan, Weight, WeightDType};
-use genai_onnx::OnnxModel;
+use genai_onnx::{DataType, OnnxModel};
 use genai_parity::Precision;
 use genai_tokenizer::{SpecialTokens, Tokenizer};
 
@@ -126,17 +126,38 @@ pub struct Opened {
     pub decoder: Box<dyn Decoder>,
     pub route: Route,
     pub plan: Option<DecoderPlan>,
+    /// The element type the graph declares for its logits output (what ONNX Runtime GenAI
+    /// hands out as the model's `logits`), whichever backend runs it; `None` when the graph
+    /// does not declare it as a tensor.
+    pub logits_type: Option<DataType>,
 }
 
-/// The weights' precision as the plan stores them.
+/// The weights' precision as the plan stores them: int4 when any linear is 4-bit (a builder
+/// model may keep its lm_head, or other nodes, out of the quantization), else the lm_head's
+/// element type.
 pub fn precision_of(plan: &DecoderPlan) -> Precision {
+    let any_int4 = plan
+        .linears()
+        .iter()
+        .any(|linear| matches!(linear.weight, Weight::Int4(_)));
     match &plan.lm_head.weight {
         Weight::Int4(_) => Precision::Int4,
+        _ if any_int4 => Precision::Int4,
         Weight::Dense { tensor, .. } => match tensor.dtype {
             WeightDType::F32 => Precision::Fp32,
             WeightDType::F16 => Precision::Fp16,
             WeightDType::BF16 => Precision::Bf16,
         },
+    }
+}
+
+/// The element type of the graph output named `name`, when the graph declares it as a tensor.
+pub fn output_type(model: &OnnxModel, name: &str) -> Option<DataType> {
+    use genai_onnx::proto::type_proto::Value;
+    let output = model.graph().output.iter().find(|o| o.name == name)?;
+    match output.r#type.as_ref()?.value.as_ref()? {
+        Value::TensorType(t) => DataType::from_onnx(t.elem_type),
+        _ => None,
     }
 }
 
@@ -244,6 +265,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         plan,
         model,
     } = decide(config, options)?;
+    let logits_type = output_type(&model, &config.model.decoder.outputs.logits);
     let ort_options = OrtOptions {
         device: Some(match route.device {
             DeviceKind::Cpu => Device::Cpu,
@@ -289,6 +311,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
                             decoder,
                             route,
                             plan: Some(plan.clone()),
+                            logits_type,
                         });
                     }
                 }
@@ -317,6 +340,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
                         decoder: Box::new(OrtDecoder::load(config, &ort_options)?),
                         route,
                         plan: Some(plan.clone()),
+                        logits_type,
                     });
                 }
                 Err(e) => return Err(e.into()),
@@ -332,6 +356,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
                             decoder: ort,
                             route,
                             plan: Some(plan.clone()),
+                            logits_type,
                         });
                     }
                 }
@@ -344,6 +369,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         decoder,
         route,
         plan,
+        logits_type,
     })
 }
 
@@ -446,5 +472,48 @@ mod tests {
             ok,
             Some((VramBudget::Percent(p), _)) if p == 25.0
         ));
+    }
+
+    fn fixture(name: &str) -> (Config, OnnxModel) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../models/fixtures")
+            .join(name);
+        let config = Config::load(&dir).expect("fixture config");
+        let model = OnnxModel::load(&config.decoder_path()).expect("fixture graph");
+        (config, model)
+    }
+
+    #[test]
+    fn a_plan_with_any_four_bit_linear_is_int4_whatever_its_lm_head() {
+        let (config, model) = fixture("qwen2-int4-cpu");
+        let mut plan = genai_frontend::lift(&model, &config).expect("int4 fixture lifts");
+        assert_eq!(precision_of(&plan), Precision::Int4);
+        let (config, model) = fixture("qwen2-fp32-cpu");
+        let dense = genai_frontend::lift(&model, &config).expect("fp32 fixture lifts");
+        assert_eq!(precision_of(&dense), Precision::Fp32);
+        // The builder can keep the lm_head out of the quantization: the layers stay 4-bit.
+        plan.lm_head = dense.lm_head.clone();
+        assert!(matches!(plan.lm_head.weight, Weight::Dense { .. }));
+        assert_eq!(precision_of(&plan), Precision::Int4);
+    }
+
+    #[test]
+    fn the_logits_type_is_the_one_the_graph_declares() {
+        for (name, want) in [
+            ("qwen2-fp32-cpu", DataType::Float),
+            ("qwen2-int4-cpu", DataType::Float),
+            ("llama-fp16-cuda", DataType::Float16),
+            // The builder's bf16 models declare float32 logits (a Cast before the output):
+            // the weights' precision does not say it.
+            ("llama-bf16-cuda", DataType::Float),
+        ] {
+            let (config, model) = fixture(name);
+            let logits = &config.model.decoder.outputs.logits;
+            assert_eq!(output_type(&model, logits), Some(want), "{name}");
+        }
+        let (_, model) = fixture("qwen2-fp32-cpu");
+        assert_eq!(output_type(&model, "no_such_output"), None);
+        // A graph input is not an output.
+        assert_eq!(output_type(&model, "input_ids"), None);
     }
 }

@@ -123,6 +123,17 @@ impl OnnxModel {
             .map(|o| o.version)
     }
 
+    /// The element type of the graph output named `name`, when the graph declares it as a
+    /// tensor.
+    pub fn output_type(&self, name: &str) -> Option<DataType> {
+        use crate::proto::type_proto::Value;
+        let output = self.graph().output.iter().find(|o| o.name == name)?;
+        match output.r#type.as_ref()?.value.as_ref()? {
+            Value::TensorType(t) => DataType::from_onnx(t.elem_type),
+            _ => None,
+        }
+    }
+
     /// The initializer named `name`.
     pub fn initializer(&self, name: &str) -> Option<Tensor<'_>> {
         let &i = self.by_name.get(name)?;

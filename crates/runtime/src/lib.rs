@@ -141,23 +141,12 @@ pub fn precision_of(plan: &DecoderPlan) -> Precision {
         .iter()
         .any(|linear| matches!(linear.weight, Weight::Int4(_)));
     match &plan.lm_head.weight {
-        Weight::Int4(_) => Precision::Int4,
-        _ if any_int4 => Precision::Int4,
-        Weight::Dense { tensor, .. } => match tensor.dtype {
+        Weight::Dense { tensor, .. } if !any_int4 => match tensor.dtype {
             WeightDType::F32 => Precision::Fp32,
             WeightDType::F16 => Precision::Fp16,
             WeightDType::BF16 => Precision::Bf16,
         },
-    }
-}
-
-/// The element type of the graph output named `name`, when the graph declares it as a tensor.
-pub fn output_type(model: &OnnxModel, name: &str) -> Option<DataType> {
-    use genai_onnx::proto::type_proto::Value;
-    let output = model.graph().output.iter().find(|o| o.name == name)?;
-    match output.r#type.as_ref()?.value.as_ref()? {
-        Value::TensorType(t) => DataType::from_onnx(t.elem_type),
-        _ => None,
+        _ => Precision::Int4,
     }
 }
 
@@ -265,7 +254,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
         plan,
         model,
     } = decide(config, options)?;
-    let logits_type = output_type(&model, &config.model.decoder.outputs.logits);
+    let logits_type = model.output_type(&config.model.decoder.outputs.logits);
     let ort_options = OrtOptions {
         device: Some(match route.device {
             DeviceKind::Cpu => Device::Cpu,
@@ -411,10 +400,14 @@ pub fn open_ort(
 mod tests {
     use super::*;
 
+    fn fixture_dir(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../models/fixtures")
+            .join(name)
+    }
+
     fn config_with_budget(value: Option<&str>) -> Config {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../models/fixtures/qwen2-fp32-cpu");
-        let mut config = Config::load(&dir).expect("fixture config");
+        let mut config = Config::load(&fixture_dir("qwen2-fp32-cpu")).expect("fixture config");
         if let Some(v) = value {
             config.model.decoder.session_options.provider_options = vec![genai_config::Provider {
                 name: "cuda".into(),
@@ -475,10 +468,7 @@ mod tests {
     }
 
     fn fixture(name: &str) -> (Config, OnnxModel) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../models/fixtures")
-            .join(name);
-        let config = Config::load(&dir).expect("fixture config");
+        let config = Config::load(&fixture_dir(name)).expect("fixture config");
         let model = OnnxModel::load(&config.decoder_path()).expect("fixture graph");
         (config, model)
     }
@@ -503,17 +493,17 @@ mod tests {
             ("qwen2-fp32-cpu", DataType::Float),
             ("qwen2-int4-cpu", DataType::Float),
             ("llama-fp16-cuda", DataType::Float16),
-            // The builder's bf16 models declare float32 logits (a Cast before the output):
-            // the weights' precision does not say it.
+            // The builder's bf16 models declare float32 logits: the weights' precision does
+            // not say it.
             ("llama-bf16-cuda", DataType::Float),
         ] {
             let (config, model) = fixture(name);
             let logits = &config.model.decoder.outputs.logits;
-            assert_eq!(output_type(&model, logits), Some(want), "{name}");
+            assert_eq!(model.output_type(logits), Some(want), "{name}");
         }
         let (_, model) = fixture("qwen2-fp32-cpu");
-        assert_eq!(output_type(&model, "no_such_output"), None);
+        assert_eq!(model.output_type("no_such_output"), None);
         // A graph input is not an output.
-        assert_eq!(output_type(&model, "input_ids"), None);
+        assert_eq!(model.output_type("input_ids"), None);
     }
 }

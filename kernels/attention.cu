@@ -1,6 +1,7 @@
 // Decode and prefill attention over the KV cache with grouped KV heads, split along the
 // sequence. Token t (position p = step[0] + t) attends to positions lo..=p, lo = p + 1 - window
-// (clamped at 0) with a window, else 0; head h reads KV head h / (heads / kv_heads).
+// (clamped at 0) with a window, else 0; head h reads KV head h / (heads / kv_heads). The cache
+// holds elements of kind `kv` (prelude: kv_load).
 //
 // attention_f32: grid (splits, heads, m), one split covers ATTN_CHUNK positions, one block of
 // ATTN_WARPS warps.
@@ -16,20 +17,30 @@
 #define ATTN_KEYS (ATTN_CHUNK / ATTN_WARPS)
 #define ATTN_DIMS 8  // head_size <= 32 * ATTN_DIMS
 
+// A block's shared arrays (declared once in the kernel, whichever cache kind it reads).
+struct AttnShared {
+    float s[ATTN_CHUNK];
+    float wmax[ATTN_WARPS], wsum[ATTN_WARPS];
+    float wacc[ATTN_WARPS][32 * ATTN_DIMS];
+};
+
 // Each warp scores its ATTN_KEYS keys (lanes over the head dimension, four keys at a time so
 // their loads overlap), then accumulates exp(s - max_w) * v over them with lanes over the head
 // dimension; the block merges its warps. No score or value array depends on the sequence
-// length, so any position count runs with the same shared memory.
-__device__ __forceinline__ void attention_split(const float* __restrict__ qkv, int ld,
-                                                const float* __restrict__ k_cache,
-                                                const float* __restrict__ v_cache,
+// length, so any position count runs with the same shared memory. KV: the cache's element kind.
+template <int KV>
+__device__ __forceinline__ void attention_split(AttnShared& sh,
+                                                const float* __restrict__ qkv, int ld,
+                                                const void* __restrict__ k_cache,
+                                                const void* __restrict__ v_cache,
                                                 const int* __restrict__ step,
                                                 float* __restrict__ part, int heads,
                                                 int kv_heads, int hs, int capacity, float scale,
                                                 int window, float softcap, int splits) {
-    __shared__ float s[ATTN_CHUNK];
-    __shared__ float wmax[ATTN_WARPS], wsum[ATTN_WARPS];
-    __shared__ float wacc[ATTN_WARPS][32 * ATTN_DIMS];
+    float* s = sh.s;
+    float* wmax = sh.wmax;
+    float* wsum = sh.wsum;
+    float(*wacc)[32 * ATTN_DIMS] = sh.wacc;
     int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
     int p = step[0] + t;
     int lo = window > 0 ? max(0, p + 1 - window) : 0;
@@ -53,19 +64,18 @@ __device__ __forceinline__ void attention_split(const float* __restrict__ qkv, i
         int d = lane + 32 * i;
         q[i] = d < hs ? qh[d] : 0.0f;
     }
-    const float* kbase = k_cache + (size_t)kvh * capacity * hs;
-    const float* vbase = v_cache + (size_t)kvh * capacity * hs;
+    size_t base = (size_t)kvh * capacity * hs;
     int w0 = c0 + warp * ATTN_KEYS, w1 = min(c1, w0 + ATTN_KEYS);
     for (int j = w0; j < w1; j += 4) {
         float dot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             if (j + u < w1) {
-                const float* k = kbase + (size_t)(j + u) * hs;
+                size_t k = base + (size_t)(j + u) * hs;
 #pragma unroll
                 for (int i = 0; i < ATTN_DIMS; i++) {
                     int d = lane + 32 * i;
-                    if (d < hs) dot[u] = fmaf(q[i], k[d], dot[u]);
+                    if (d < hs) dot[u] = fmaf(q[i], kv_load(k_cache, k + d, KV), dot[u]);
                 }
             }
         }
@@ -89,11 +99,11 @@ __device__ __forceinline__ void attention_split(const float* __restrict__ qkv, i
     for (int j = w0; j < w1; j++) {
         float e = w0 < w1 ? expf(s[j - c0] - mx) : 0.0f;
         sum += e;
-        const float* v = vbase + (size_t)j * hs;
+        size_t v = base + (size_t)j * hs;
 #pragma unroll
         for (int i = 0; i < ATTN_DIMS; i++) {
             int d = lane + 32 * i;
-            if (d < hs) acc[i] = fmaf(e, v[d], acc[i]);
+            if (d < hs) acc[i] = fmaf(e, kv_load(v_cache, v + d, KV), acc[i]);
         }
     }
     if (lane == 0) {
@@ -145,18 +155,26 @@ __device__ __forceinline__ void combine(const volatile float* pp, float* __restr
 // to finish (a ticket in `counts`, reset after use) merges them into out `[m, heads * hs]`,
 // always in split order, so the result does not depend on which block came last.
 extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
-                                         const float* __restrict__ k_cache,
-                                         const float* __restrict__ v_cache,
+                                         const void* __restrict__ k_cache,
+                                         const void* __restrict__ v_cache,
                                          const int* __restrict__ step, float* __restrict__ part,
                                          int heads, int kv_heads, int hs, int capacity,
                                          float scale, int window, float softcap, int splits,
                                          float* __restrict__ out, int* __restrict__ counts,
-                                         int act) {
+                                         int act, int kv) {
     pdl_enter();
     __shared__ int last;
+    __shared__ AttnShared sh;
     int h = blockIdx.y, t = blockIdx.z;
-    attention_split(qkv, ld, k_cache, v_cache, step, part, heads, kv_heads, hs, capacity, scale,
-                    window, softcap, splits);
+    if (kv == 0)
+        attention_split<0>(sh, qkv, ld, k_cache, v_cache, step, part, heads, kv_heads, hs, capacity,
+                           scale, window, softcap, splits);
+    else if (kv == 1)
+        attention_split<1>(sh, qkv, ld, k_cache, v_cache, step, part, heads, kv_heads, hs, capacity,
+                           scale, window, softcap, splits);
+    else
+        attention_split<2>(sh, qkv, ld, k_cache, v_cache, step, part, heads, kv_heads, hs, capacity,
+                           scale, window, softcap, splits);
     __threadfence();
     __syncthreads();
     int* count = counts + (size_t)t * heads + h;

@@ -2,7 +2,7 @@
 // in (the separate rotary_append launch disappears from the decode step).
 //
 // attention_decode_f32: grid (gs, kv_heads * slices), DA_THREADS threads, `ring` * 64 * hs
-// floats of dynamic shared memory, launched in clusters of DA_GROUP blocks along x when
+// cache elements of dynamic shared memory, launched in clusters of DA_GROUP blocks along x when
 // `cluster` is 1 (sm_90). `trigger` says when a block lets the kernel after it launch (PDL):
 // 0 at its start, 1 once its wait has returned, 2 once its warps are done with their keys (a
 // dependent launched early fetches its weights meanwhile, which can queue ahead of this
@@ -52,6 +52,13 @@
 // rotary_append_f32 (rotary_dim 0: no rotation); the new key and value are written to the
 // cache at position p by the block that owns p (slice 0 only) and taken from shared memory,
 // not re-read, by every block holding p (one per head slice).
+//
+// The cache's elements are of kind `kv` (prelude: kv_store; f32 or the activations' half
+// precision). The ring slots hold the cached rows as they are in the cache (16-byte copies:
+// hs a multiple of 4 for f32, of 8 for the half kinds), the token's key and value are kept in
+// shared memory in the same kind, and da_warp, compiled per kind, widens each lane's four
+// values to f32 as it reads them: a half-precision cache holds the f32 cache's values (every
+// one written is rounded to the activations' precision), so the results are the same bits.
 
 #define DA_THREADS 256
 #define DA_WARPS 8
@@ -217,10 +224,11 @@ __device__ __forceinline__ float da_finish(const float (&m)[8], const float (&l)
 }
 
 // Issues the copies of one warp pass (keys key0 .. key0 + DA_KEYS, those < s1 except p) into a
-// ring slot (K rows, then V rows, hs floats each) and commits them as one group.
-__device__ __forceinline__ void da_issue(float* slot, const float* kb, const float* vb,
-                                         int key0, int s1, int p, int hs, int lane) {
-    int units = hs >> 2;
+// ring slot (K rows, then V rows, `row` bytes each, a multiple of 16) and commits them as one
+// group.
+__device__ __forceinline__ void da_issue(u8* slot, const u8* kb, const u8* vb, int key0, int s1,
+                                         int p, int row, int lane) {
+    int units = row >> 4;
     // Lane l copies units l, l + 32, ... of the warp's DA_KEYS rows, walked as (key j, unit u)
     // stepped by 32 units: whole rows dj, then du units (no division per copy).
     int j = 0, u = lane, dj = 0, du = 32;
@@ -240,8 +248,8 @@ __device__ __forceinline__ void da_issue(float* slot, const float* kb, const flo
         }
         int key = key0 + j;
         if (key < s1 && key != p) {
-            cp_async16(slot + j * hs + 4 * u, kb + (size_t)key * hs + 4 * u);
-            cp_async16(slot + (DA_KEYS + j) * hs + 4 * u, vb + (size_t)key * hs + 4 * u);
+            cp_async16(slot + j * row + 16 * u, kb + (size_t)key * row + 16 * u);
+            cp_async16(slot + (DA_KEYS + j) * row + 16 * u, vb + (size_t)key * row + 16 * u);
         }
     }
     cp_async_commit();
@@ -249,19 +257,19 @@ __device__ __forceinline__ void da_issue(float* slot, const float* kb, const flo
 
 // What one warp of a split block needs.
 struct DaWarp {
-    const float* kb;  // this KV head's keys, values
-    const float* vb;
-    const float* knew;  // the token's rotated key and value (shared memory)
-    const float* vnew;
+    const u8* kb;  // this KV head's keys, values (cache rows of `row` bytes)
+    const u8* vb;
+    const u8* knew;  // the token's rotated key and value (shared memory, the cache's kind)
+    const u8* vnew;
     float* stage;  // the block's dynamic shared memory
-    int s0, s1, p, tiles, ring, hs, hg;
+    int s0, s1, p, tiles, ring, hs, hg, row;
     float scale, softcap;
 };
 
-// One warp's passes with U float4 units per lane (head size <= 128 U): scores, online
-// softmax and P.V over its keys; leaves its running max / sum per head in wm / wl and its
-// unnormalised values in the stage, `[warp][head][hs]`. Ends with a block barrier.
-template <int U>
+// One warp's passes with U float4 units per lane (head size <= 128 U) over a cache of kind KV:
+// scores, online softmax and P.V over its keys; leaves its running max / sum per head in wm /
+// wl and its unnormalised values in the stage, `[warp][head][hs]`. Ends with a block barrier.
+template <int U, int KV>
 __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict__ qs,
                                         float (*pw)[DA_PW], float (*wm)[DA_HEADS],
                                         float (*wl)[DA_HEADS]) {
@@ -282,23 +290,23 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
     int my_h = lane / (DA_KEYS * R), my_j = (lane / R) % DA_KEYS;
     float m_run = NEG_INF, l_run = 0.0f;
     float* wp = pw[warp];
-    size_t slot_floats = (size_t)2 * DA_KEYS * hs;
+    size_t slot_bytes = (size_t)2 * DA_KEYS * w.row;
     for (int t = 0; t < w.tiles; t++) {
         if (w.ring > 1) cp_async_wait<1>();
         else cp_async_wait<0>();
         __syncwarp();  // every lane's copies of this pass have landed
-        float* slot = w.stage + ((size_t)warp * w.ring + (t & (w.ring - 1))) * slot_floats;
+        u8* slot = (u8*)w.stage + ((size_t)warp * w.ring + (t & (w.ring - 1))) * slot_bytes;
         int key0 = w.s0 + t * DA_PASS + warp * DA_KEYS;
         float dots[M];
 #pragma unroll
         for (int j = 0; j < DA_KEYS; j++) {
             int key = key0 + j;
-            const float* kr = key == w.p ? w.knew : slot + j * hs;
+            const u8* kr = key == w.p ? w.knew : slot + j * w.row;
             float4 k[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int unit = lane + 32 * u;
-                k[u] = key < w.s1 && unit < units ? ((const float4*)kr)[unit] : zero4();
+                k[u] = key < w.s1 && unit < units ? kv_load4<KV>(kr, unit) : zero4();
             }
 #pragma unroll
             for (int h = 0; h < HB; h++) {
@@ -339,12 +347,12 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
         for (int j = 0; j < DA_KEYS; j++) {
             int key = key0 + j;
             if (key >= w.s1) break;  // the same for the whole warp
-            const float* vr = key == w.p ? w.vnew : slot + (DA_KEYS + j) * hs;
+            const u8* vr = key == w.p ? w.vnew : slot + (DA_KEYS + j) * w.row;
             float4 v[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int unit = lane + 32 * u;
-                v[u] = unit < units ? ((const float4*)vr)[unit] : zero4();
+                v[u] = unit < units ? kv_load4<KV>(vr, unit) : zero4();
             }
 #pragma unroll
             for (int h = 0; h < HB; h++) {
@@ -355,7 +363,7 @@ __device__ __forceinline__ void da_warp(const DaWarp& w, const float* __restrict
         }
         __syncwarp();  // the slot and the weights are read: refill them
         if (t + w.ring < w.tiles)
-            da_issue(slot, w.kb, w.vb, key0 + w.ring * DA_PASS, w.s1, w.p, hs, lane);
+            da_issue(slot, w.kb, w.vb, key0 + w.ring * DA_PASS, w.s1, w.p, w.row, lane);
         else
             cp_async_commit();  // an empty group keeps `ring` groups ahead
     }
@@ -446,11 +454,11 @@ __device__ __forceinline__ float cluster_load(u32 addr) {
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     attention_decode_f32(const float* __restrict__ qkv, const int* __restrict__ step,
                          const float* __restrict__ cos_cache, const float* __restrict__ sin_cache,
-                         int rotary_dim, int interleaved, float* k_cache, float* v_cache,
+                         int rotary_dim, int interleaved, void* k_cache, void* v_cache,
                          int capacity, float* __restrict__ part, int slots,
                          int* __restrict__ counts, float* __restrict__ out, int heads,
                          int kv_heads, int hs, float scale, int window, float softcap, int act,
-                         int ring, int cluster, int trigger) {
+                         int ring, int cluster, int trigger, int kv) {
     extern __shared__ __align__(16) float stage[];  // [warp][ring][K, V rows]; then values
     __shared__ __align__(16) float qs[DA_VALUES];
     __shared__ __align__(16) float knew[DA_MAX_HS];
@@ -492,11 +500,12 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         int s0 = lo + split * lay.passes * DA_PASS;
         int s1 = min(p + 1, s0 + lay.passes * DA_PASS);
         int first = s1 - s0 - warp * DA_KEYS;  // this warp's keys in pass 0 start here
+        int row = hs * kv_bytes(kv);
         DaWarp w;
-        w.kb = k_cache + (size_t)kvh * capacity * hs;
-        w.vb = v_cache + (size_t)kvh * capacity * hs;
-        w.knew = knew;
-        w.vnew = vnew;
+        w.kb = (const u8*)k_cache + (size_t)kvh * capacity * row;
+        w.vb = (const u8*)v_cache + (size_t)kvh * capacity * row;
+        w.knew = (const u8*)knew;
+        w.vnew = (const u8*)vnew;
         w.stage = stage;
         w.s0 = s0;
         w.s1 = s1;
@@ -505,15 +514,16 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         w.ring = ring;
         w.hs = hs;
         w.hg = hg;
+        w.row = row;
         w.scale = scale;
         w.softcap = softcap;
         // The first `ring` passes' cached positions (all before p) were written by earlier
         // steps, never by the kernel before this one: copy them before waiting for it.
-        size_t slot_floats = (size_t)2 * DA_KEYS * hs;
+        size_t slot_bytes = (size_t)2 * DA_KEYS * row;
         for (int t = 0; t < ring; t++) {
-            float* slot = stage + ((size_t)warp * ring + t) * slot_floats;
+            u8* slot = (u8*)stage + ((size_t)warp * ring + t) * slot_bytes;
             if (t < w.tiles)
-                da_issue(slot, w.kb, w.vb, s0 + t * DA_PASS + warp * DA_KEYS, s1, p, hs, lane);
+                da_issue(slot, w.kb, w.vb, s0 + t * DA_PASS + warp * DA_KEYS, s1, p, row, lane);
             else
                 cp_async_commit();
         }
@@ -546,17 +556,27 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         if (has_q) qs[tid] = da_rotate(qx, qy, rq, qd, rotary_dim, act);
         if (has_k) {
             float kd = da_rotate(kx, ky, rk, tid, rotary_dim, act);
-            knew[tid] = kd;
-            vnew[tid] = vd;
+            // Kept as the cache keeps them: the token's own key and value are then the bits a
+            // later step reads back.
+            kv_store(knew, tid, kd, kv);
+            kv_store(vnew, tid, vd, kv);
             if (slice == 0) {
                 size_t dst = ((size_t)kvh * capacity + p) * hs;
-                k_cache[dst + tid] = kd;
-                v_cache[dst + tid] = vd;
+                kv_store(k_cache, dst + tid, kd, kv);
+                kv_store(v_cache, dst + tid, vd, kv);
             }
         }
         __syncthreads();
-        if (hs > 128) da_warp<2>(w, qs, pw, wm, wl);
-        else da_warp<1>(w, qs, pw, wm, wl);
+        if (kv == 0) {
+            if (hs > 128) da_warp<2, 0>(w, qs, pw, wm, wl);
+            else da_warp<1, 0>(w, qs, pw, wm, wl);
+        } else if (kv == 1) {
+            if (hs > 128) da_warp<2, 1>(w, qs, pw, wm, wl);
+            else da_warp<1, 1>(w, qs, pw, wm, wl);
+        } else {
+            if (hs > 128) da_warp<2, 2>(w, qs, pw, wm, wl);
+            else da_warp<1, 2>(w, qs, pw, wm, wl);
+        }
         if (trigger == 2) pdl_trigger();
 
         // Merge the warps in warp order: the block's partial, or with one split the output.

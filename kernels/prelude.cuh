@@ -42,6 +42,43 @@ __device__ __forceinline__ float round_act(float x, int act) {
     return x;
 }
 
+// ---- KV cache elements ----------------------------------------------------------------------
+//
+// The KV cache holds keys and values in the activations' precision (`kv`: 0 f32, 1 f16, 2 bf16;
+// the codes of `act`): every value written there is already rounded to it, so a half-precision
+// cache holds the same numbers as an f32 one in half the bytes. Element i of a cache row base.
+__device__ __forceinline__ float kv_load(const void* base, size_t i, int kv) {
+    if (kv == 0) return ((const float*)base)[i];
+    u16 h = ((const u16*)base)[i];
+    return kv == 1 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+// Stores x (rounded to nearest in a half-precision cache) as element i.
+__device__ __forceinline__ void kv_store(void* base, size_t i, float x, int kv) {
+    if (kv == 0) ((float*)base)[i] = x;
+    else ((u16*)base)[i] = kv == 1 ? f32_to_f16(x) : f32_to_bf16(x);
+}
+
+// Bytes of one cache element.
+__device__ __forceinline__ int kv_bytes(int kv) { return kv == 0 ? 4 : 2; }
+
+// Elements 4u .. 4u + 3 of a cache row of kind KV (a compile-time code) as a float4; the row is
+// 16-byte aligned for f32 and 8-byte aligned for the half kinds.
+template <int KV>
+__device__ __forceinline__ float4 kv_load4(const void* row, int u) {
+    if constexpr (KV == 0) {
+        return ((const float4*)row)[u];
+    } else {
+        uint2 w = ((const uint2*)row)[u];
+        u16 a = (u16)(w.x & 0xffffu), b = (u16)(w.x >> 16);
+        u16 c = (u16)(w.y & 0xffffu), d = (u16)(w.y >> 16);
+        if constexpr (KV == 1)
+            return make_float4(f16_to_f32(a), f16_to_f32(b), f16_to_f32(c), f16_to_f32(d));
+        else
+            return make_float4(bf16_to_f32(a), bf16_to_f32(b), bf16_to_f32(c), bf16_to_f32(d));
+    }
+}
+
 // Programmatic dependent launch (sm_90 and later). A kernel launched with the programmatic
 // stream serialization attribute may start while the kernel before it still runs;
 // griddepcontrol.wait then blocks until that kernel has completed and its writes are visible

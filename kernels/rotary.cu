@@ -1,7 +1,8 @@
 // Rotary position embedding on q and k inside the fused qkv buffer `[m, ld]` (q heads, then k
 // heads, then v heads), and the append of the new keys and values to the KV cache
-// `[kv_heads, capacity, head_size]`. q and k are rounded to the activation precision before and
-// after the rotation (the graph's attention takes and rotates half-precision values). Grid
+// `[kv_heads, capacity, head_size]` of element kind `kv` (prelude: kv_store). q and k are
+// rounded to the activation precision before and after the rotation (the graph's attention
+// takes and rotates half-precision values). Grid
 // (m, heads + kv_heads); the token's position is step[0] + blockIdx.x. rotary_dim 0: no
 // rotation.
 
@@ -10,8 +11,9 @@ extern "C" __global__ void rotary_append_f32(float* __restrict__ qkv, int ld,
                                              const float* __restrict__ cos_cache,
                                              const float* __restrict__ sin_cache, int heads,
                                              int kv_heads, int hs, int rotary_dim, int interleaved,
-                                             float* __restrict__ k_cache,
-                                             float* __restrict__ v_cache, int capacity, int act) {
+                                             void* __restrict__ k_cache,
+                                             void* __restrict__ v_cache, int capacity, int act,
+                                             int kv) {
     pdl_enter();
     int t = blockIdx.x, hh = blockIdx.y;
     int pos = step[0] + t;
@@ -36,7 +38,7 @@ extern "C" __global__ void rotary_append_f32(float* __restrict__ qkv, int ld,
     size_t dst = ((size_t)kh * capacity + pos) * hs;
     const float* vv = qkv + (size_t)t * ld + (size_t)(heads + kv_heads + kh) * hs;
     for (int i = threadIdx.x; i < hs; i += blockDim.x) {
-        k_cache[dst + i] = v[i];
-        v_cache[dst + i] = vv[i];
+        kv_store(k_cache, dst + i, v[i], kv);
+        kv_store(v_cache, dst + i, vv[i], kv);
     }
 }

@@ -21,7 +21,7 @@ use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{DevPtr, Kernels, Ops, launch_error};
+use crate::cuda::kernels::{DevPtr, KV_F32_ENV, Kernels, KvKind, Ops, launch_error};
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
@@ -207,6 +207,12 @@ impl CudaDecoder {
         )];
         reasons.push(gemm_reason);
         reasons.push(kernels.decode.describe());
+        let kv = KvKind::chosen(dev_model.act);
+        reasons.push(format!(
+            "KV cache in {} ({} bytes a value; {KV_F32_ENV}=1 keeps it in f32)",
+            kv.name(),
+            kv.bytes()
+        ));
         reasons.push(format!(
             "one-row dense linears: the {:?} rule",
             kernels.decode_gemv

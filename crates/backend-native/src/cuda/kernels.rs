@@ -15,6 +15,7 @@ use std::collections::HashMap;
 mod decode;
 mod int4;
 mod int4_mma;
+mod kv;
 mod one_row;
 mod rows;
 mod shared;
@@ -22,6 +23,7 @@ mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
+pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use rows::ARGMAX_PARTS;
@@ -463,7 +465,7 @@ impl Ops<'_> {
         &self,
         qkv: DevPtr,
         ld: usize,
-        (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
+        cache: KvCache,
         step: DevPtr,
         (part, splits, counts): (DevPtr, usize, DevPtr),
         out: DevPtr,
@@ -477,12 +479,12 @@ impl Ops<'_> {
                 why: format!("heads {heads}, kv_heads {kv_heads}, head_size {hs} (at most 256)"),
             });
         }
-        let (ld, h, kvh, hs_i, cap, sp) = (
+        let (k_cache, v_cache, cap, kv) = cache.args()?;
+        let (ld, h, kvh, hs_i, sp) = (
             int("ld", ld)?,
             int("heads", heads)?,
             int("kv_heads", kv_heads)?,
             int("head_size", hs)?,
-            int("capacity", capacity)?,
             int("splits", splits)?,
         );
         let win = int("window", window.unwrap_or(0))?;
@@ -514,7 +516,8 @@ impl Ops<'_> {
             &sp,
             &out,
             &counts,
-            &act
+            &act,
+            &kv
         )
     }
 

@@ -199,7 +199,7 @@ fn activation_code(a: Activation) -> i32 {
 }
 
 /// The activation precision the graph computes in (the CPU decoder's rule).
-fn act_of(plan: &DecoderPlan) -> i32 {
+pub(crate) fn act_of(plan: &DecoderPlan) -> i32 {
     let dtype = match &plan.lm_head.weight {
         Weight::Dense { tensor, .. } => tensor.dtype,
         Weight::Int4(w) => w.scales.dtype,

@@ -8,7 +8,7 @@
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, Ops};
+use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
@@ -129,7 +129,10 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     checks.extend(split::checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
-        checks.push(attention(&ctx, &mut rng, window, softcap)?);
+        checks.push(attention(&ctx, &mut rng, window, softcap, KvKind::F32)?);
+    }
+    for kv in [KvKind::F16, KvKind::Bf16] {
+        checks.push(attention(&ctx, &mut rng, Some(100), None, kv)?);
     }
     for case in decode::cases() {
         checks.push(decode::check(&ctx, &mut rng, case)?);
@@ -139,17 +142,22 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     Ok(checks)
 }
 
+/// Prompt attention over a cache of `kv` (its values representable there; f32 sums and output,
+/// so the CPU's result on the same values is the reference at f32's limit).
 fn attention(
     c: &Ctx,
     rng: &mut Rng,
     window: Option<usize>,
     softcap: Option<f32>,
+    kv: KvKind,
 ) -> Result<Check, Error> {
     let (heads, kv_heads, hs, cap, past, m) = (4, 2, 64, 600, 300, 5);
     let ld = (heads + 2 * kv_heads) * hs;
     let q = rng.vec(m * heads * hs);
-    let kc = rng.vec(kv_heads * cap * hs);
-    let vc = rng.vec(kv_heads * cap * hs);
+    let mut kc = rng.vec(kv_heads * cap * hs);
+    let mut vc = rng.vec(kv_heads * cap * hs);
+    decode::round_to(kv, &mut kc);
+    decode::round_to(kv, &mut vc);
     let scale = 0.125;
     let p = AttentionParams {
         num_heads: heads,
@@ -171,10 +179,16 @@ fn attention(
     let splits = cap.div_ceil(crate::cuda::state::ATTN_CHUNK);
     let (dq, dk, dv, step) = (
         c.up(&qkv)?,
-        c.up(&kc)?,
-        c.up(&vc)?,
+        decode::kv_up(c, &kc, kv)?,
+        decode::kv_up(c, &vc, kv)?,
         c.up(&[past as i32, m as i32, 0, 0])?,
     );
+    let cache = KvCache {
+        k: dk.ptr,
+        v: dv.ptr,
+        capacity: cap,
+        kind: kv,
+    };
     let part = DevBuf::<f32>::zeros(&c.stream, m * heads * splits * (hs + 2))?;
     let out = DevBuf::<f32>::zeros(&c.stream, m * heads * hs)?;
     let counts = DevBuf::<i32>::zeros(&c.stream, m * heads)?;
@@ -183,7 +197,7 @@ fn attention(
         c.ops().attention(
             dq.ptr,
             ld,
-            (dk.ptr, dv.ptr, cap),
+            cache,
             step.ptr,
             (part.ptr, splits, counts.ptr),
             out.ptr,
@@ -195,7 +209,7 @@ fn attention(
     };
     let first = attend()?;
     let again = attend()?;
-    let name = format!("attention window {window:?} softcap {softcap:?}");
+    let name = format!("attention window {window:?} softcap {softcap:?} {kv:?} cache");
     Ok(Check {
         name,
         rel_diff: if first == again {

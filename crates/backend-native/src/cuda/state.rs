@@ -5,7 +5,7 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, Ops, split_bytes};
+use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, split_bytes};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -42,8 +42,9 @@ pub(crate) struct Buffers {
     qa: DevBuf<i8>,
     sa: DevBuf<f32>,
     pub logits: DevBuf<f32>,
-    /// Per layer: keys and values `[kv_heads, capacity, head_size]`.
-    kv: Vec<(DevBuf<f32>, DevBuf<f32>)>,
+    /// Per layer: keys and values `[kv_heads, capacity, head_size]` of `kv_kind` (bytes).
+    kv: Vec<(DevBuf<u8>, DevBuf<u8>)>,
+    pub kv_kind: KvKind,
     /// The cuBLAS handle, workspace and scratch of prompt GEMMs, when they are on.
     pub blas: Option<Blas>,
 }
@@ -61,6 +62,7 @@ struct Sizes {
     splits: usize,
     /// Per layer: keys (and values) elements.
     kv: Vec<usize>,
+    kv_kind: KvKind,
     /// Prompt GEMMs' scratch, when they are on and the layers have dense weights.
     gemm: Option<GemmScratch>,
 }
@@ -88,6 +90,7 @@ impl Sizes {
                 .iter()
                 .map(|l| l.kv_heads * capacity * l.head_size)
                 .collect(),
+            kv_kind: KvKind::chosen(model.act),
             // No layer a GEMM can run (CompInt8 int4 weights only): no handle either.
             gemm: gemm.then(|| gemm_scratch(model)).filter(|g| g.out > 0),
         }
@@ -104,11 +107,11 @@ impl Sizes {
             + self.h
             + self.quant.1
             + model.vocab
-            + 2 * self.kv.iter().sum::<usize>()
             + CHUNK
             + model.hidden
             + 13;
-        4 * f32s + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
+        let kv = 2 * self.kv.iter().sum::<usize>() * self.kv_kind.bytes();
+        4 * f32s + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
 }
 
@@ -148,7 +151,8 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
         + 6 * widest_out.max(d.heads * d.head_size)
         + d.heads * (d.head_size + 3) * splits
         + 2 * widest_in;
-    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity;
+    // In the activations' precision (`KvKind`), as the cache is allocated: at most 4 bytes.
+    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity * kv_bytes_of(plan);
     let gemm = GemmScratch {
         cast: CHUNK * widest_in,
         out: CHUNK * widest_out,
@@ -162,7 +166,12 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             0
         },
     };
-    4 * (CHUNK * activations + kv + d.vocab + CHUNK + d.hidden + 13) as u64 + gemm.bytes() as u64
+    (4 * (CHUNK * activations + d.vocab + CHUNK + d.hidden + 13) + kv) as u64 + gemm.bytes() as u64
+}
+
+/// Bytes of one KV cache element for a plan: the kind its activations' precision takes.
+fn kv_bytes_of(plan: &genai_frontend::DecoderPlan) -> usize {
+    KvKind::chosen(crate::cuda::model::act_of(plan)).bytes()
 }
 
 impl Buffers {
@@ -206,10 +215,11 @@ impl Buffers {
             });
         }
         let z = |n: usize| DevBuf::<f32>::zeros(stream, n);
+        let kv_bytes = |n: usize| DevBuf::<u8>::zeros(stream, n * sizes.kv_kind.bytes());
         let kv = sizes
             .kv
             .iter()
-            .map(|&n| Ok((z(n)?, z(n)?)))
+            .map(|&n| Ok((kv_bytes(n)?, kv_bytes(n)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Buffers {
             capacity,
@@ -230,6 +240,7 @@ impl Buffers {
             sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
             kv,
+            kv_kind: sizes.kv_kind,
             blas: sizes.gemm.map(|g| Blas::new(stream, g)).transpose()?,
         })
     }
@@ -364,11 +375,17 @@ fn attention_block(
         }
         (_, false) => ((0, 0), (0, false)),
     };
-    let cache = (k_cache, v_cache, b.capacity);
+    let cache = KvCache {
+        k: k_cache,
+        v: v_cache,
+        capacity: b.capacity,
+        kind: b.kv_kind,
+    };
     let decode = DecodeHeads {
         heads: l.heads,
         kv_heads: l.kv_heads,
         head_size: hs,
+        kv: b.kv_kind,
     };
     if m == 1 && ops.k.decode_fits(&decode) {
         // One launch: rotary, the KV append and attention (a decode step, graph-captured).
@@ -400,7 +417,7 @@ fn attention_chunk(
     ops: &Ops<'_>,
     l: &DevLayer,
     b: &Buffers,
-    cache: (DevPtr, DevPtr, usize),
+    cache: KvCache,
     (cos_sin, rot): Rotary,
     m: usize,
     act: i32,

@@ -2,6 +2,7 @@
 //! shared memory, ring depth and cluster choice, mirrored from the kernel and unit-tested here
 //! (these tests run in CI without a GPU).
 
+use super::kv::{KvCache, KvKind};
 use super::{DevPtr, Ops, cfg, grid_dim, int, launch_raw_in, opt_in_shared};
 use crate::error::Error;
 use cudarc::driver::{CudaFunction, sys};
@@ -18,7 +19,8 @@ const STAGED: usize = 2;
 const HEADS: usize = 2;
 /// Threads per block (`DA_THREADS`).
 const THREADS: u32 = 256;
-/// Floats of one warp's ring slot per head-size value: 4 keys and 4 values (`da_issue`).
+/// Cache elements of one warp's ring slot per head-size value: 4 keys and 4 values
+/// (`da_issue`).
 const SLOT_ROWS: usize = 8;
 /// Warps per block (`DA_WARPS`).
 const WARPS: usize = 8;
@@ -71,17 +73,19 @@ pub(crate) fn decode_heads(hs: usize) -> usize {
     if hs > 128 { HEADS / 2 } else { HEADS }
 }
 
-/// Dynamic shared memory of one block: every warp's `ring` slots of 4 keys and 4 values.
-pub(crate) fn decode_stage_bytes(hs: usize, ring: usize) -> usize {
-    WARPS * ring * SLOT_ROWS * hs * 4
+/// Dynamic shared memory of one block: every warp's `ring` slots of 4 keys and 4 values, as
+/// the cache holds them.
+pub(crate) fn decode_stage_bytes(hs: usize, ring: usize, kv: KvKind) -> usize {
+    WARPS * ring * SLOT_ROWS * hs * kv.bytes()
 }
 
-/// Geometry of one decode-attention launch: heads, KV heads, head size.
+/// Geometry of one decode-attention launch: heads, KV heads, head size, the cache's kind.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DecodeHeads {
     pub heads: usize,
     pub kv_heads: usize,
     pub head_size: usize,
+    pub kv: KvKind,
 }
 
 impl DecodeHeads {
@@ -91,12 +95,13 @@ impl DecodeHeads {
         self.kv_heads * (self.heads / self.kv_heads).div_ceil(per)
     }
 
-    /// Whether the fused decode kernel takes this geometry (16-byte rows, `hs <= 256`).
+    /// Whether the fused decode kernel takes this geometry (cache rows of whole 16-byte
+    /// copies, `hs <= 256`).
     pub fn supported(&self) -> bool {
         let hs = self.head_size;
         hs > 0
             && hs <= 256
-            && hs.is_multiple_of(4)
+            && (hs * self.kv.bytes()).is_multiple_of(16)
             && self.kv_heads > 0
             && self.heads.is_multiple_of(self.kv_heads)
     }
@@ -163,12 +168,12 @@ pub(crate) struct DecodeDevice {
 }
 
 impl DecodeDevice {
-    /// Passes staged ahead per warp for a head size: two when they fit, else one; `None` when
-    /// even one does not (the two-kernel path then runs).
-    pub fn ring(&self, hs: usize) -> Option<usize> {
+    /// Passes staged ahead per warp for a head size and cache kind: two when they fit, else
+    /// one; `None` when even one does not (the two-kernel path then runs).
+    pub fn ring(&self, hs: usize, kv: KvKind) -> Option<usize> {
         [2, 1]
             .into_iter()
-            .find(|&r| decode_stage_bytes(hs, r) <= self.dynamic_max)
+            .find(|&r| decode_stage_bytes(hs, r, kv) <= self.dynamic_max)
     }
 
     /// The mode for a geometry. The rule (H200, CUDA_NOTES round 19; fp16, 128-token prompt,
@@ -179,7 +184,7 @@ impl DecodeDevice {
     /// starts after this one's wait (Llama-3-8B: 233.9 → 240.1 tok/s; either change alone
     /// 238.1). `None` when no stage fits.
     pub fn mode(&self, d: &DecodeHeads) -> Option<DecodeMode> {
-        let ring = self.ring(d.head_size)?;
+        let ring = self.ring(d.head_size, d.kv)?;
         let cluster = self.merges_in_clusters();
         let fallback = if self.ragged_qkv {
             Trigger::AfterWait
@@ -239,7 +244,9 @@ impl DecodeDevice {
         let switched_off = cluster_switch.as_deref() == Some("0");
         let launchable = ctx.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == Ok(1);
         if major >= 9 && launchable && !switched_off {
-            let stage = device.ring(256).map_or(0, |r| decode_stage_bytes(256, r));
+            // The largest stage: head size 256 in an f32 cache.
+            let f32_stage = |r| decode_stage_bytes(256, r, KvKind::F32);
+            let stage = device.ring(256, KvKind::F32).map_or(0, f32_stage);
             device.cluster = clusters_fit(f, stage);
         }
         device
@@ -301,8 +308,8 @@ pub(crate) struct DecodeCall {
     pub step: DevPtr,
     /// cos, sin caches, rotary_dim (0: none), interleaved.
     pub rotary: (DevPtr, DevPtr, usize, bool),
-    /// Keys, values `[kv_heads, capacity, hs]`, capacity.
-    pub cache: (DevPtr, DevPtr, usize),
+    /// Keys, values `[kv_heads, capacity, hs]`, of the kind `heads.kv` says.
+    pub cache: KvCache,
     pub part: (DevPtr, usize),
     pub counts: (DevPtr, usize),
     pub out: DevPtr,
@@ -321,7 +328,7 @@ impl Ops<'_> {
             what: "decode attention",
             why: format!(
                 "head size {hs} needs {} bytes of shared memory, the device gives {}",
-                decode_stage_bytes(hs, 1),
+                decode_stage_bytes(hs, 1, c.heads.kv),
                 self.k.decode.dynamic_max
             ),
         })?;
@@ -332,13 +339,19 @@ impl Ops<'_> {
     pub fn attention_decode_as(&self, c: &DecodeCall, mode: DecodeMode) -> Result<(), Error> {
         let d = c.heads;
         let hs = d.head_size;
-        let (k_cache, v_cache, capacity) = c.cache;
+        let KvCache {
+            k: k_cache,
+            v: v_cache,
+            capacity,
+            kind,
+        } = c.cache;
         let (cos, sin, rotary_dim, interleaved) = c.rotary;
         let slots = decode_splits(capacity);
         let rows = if d.supported() { d.rows() } else { 0 };
         let part_need = d.heads * slots * (hs + 2);
-        let stage = decode_stage_bytes(hs, mode.ring);
+        let stage = decode_stage_bytes(hs, mode.ring, kind);
         if rows == 0
+            || kind != d.kv
             || c.part.1 < part_need
             || c.counts.1 < rows
             || rotary_dim > hs
@@ -367,7 +380,7 @@ impl Ops<'_> {
         let win = int("window", c.window.unwrap_or(0))?;
         let cap_s = c.softcap.unwrap_or(0.0);
         let (ring, cluster) = (int("ring", mode.ring)?, i32::from(mode.cluster));
-        let trigger = mode.trigger.code();
+        let (trigger, kv) = (mode.trigger.code(), kind.code());
         let f = self.k.get("attention_decode_f32")?;
         let (x, y) = decode_grid(capacity, rows, mode.cluster);
         let grid = (grid_dim("splits", x)?, grid_dim("rows", y)?, 1);
@@ -401,6 +414,7 @@ impl Ops<'_> {
             super::param(&ring),
             super::param(&cluster),
             super::param(&trigger),
+            super::param(&kv),
         ];
         let width = if mode.cluster { GROUP as u32 } else { 1 };
         // SAFETY: the arguments match `attention_decode_f32`'s C signature in order and type;
@@ -525,6 +539,7 @@ mod tests {
             heads,
             kv_heads,
             head_size,
+            kv: KvKind::F32,
         };
         assert_eq!(d(12, 2, 128).rows(), 6); // 6 query heads per KV head: three slices
         assert_eq!(d(32, 2, 128).rows(), 16); // 16 query heads per KV head: eight slices
@@ -535,32 +550,67 @@ mod tests {
         assert!(!d(12, 2, 18).supported()); // rows not 16-byte multiples
         assert!(!d(12, 5, 128).supported());
         assert!(!d(12, 2, 260).supported());
-        assert_eq!(decode_stage_bytes(128, 2), 65_536);
-        assert_eq!(decode_stage_bytes(256, 1), 65_536);
-        assert_eq!(decode_stage_bytes(64, 2), 32_768);
+        let f32 = KvKind::F32;
+        assert_eq!(decode_stage_bytes(128, 2, f32), 65_536);
+        assert_eq!(decode_stage_bytes(256, 1, f32), 65_536);
+        assert_eq!(decode_stage_bytes(64, 2, f32), 32_768);
+        // A half-precision cache stages its rows as they are: half the bytes.
+        assert_eq!(decode_stage_bytes(128, 2, KvKind::F16), 32_768);
+        assert_eq!(decode_stage_bytes(256, 2, KvKind::Bf16), 65_536);
         // Values of the warps' partials reuse the stage: 8 warps x heads x hs floats fit.
         for hs in (4..=256).step_by(4) {
-            assert!(
-                WARPS * decode_heads(hs) * hs * 4 <= decode_stage_bytes(hs, 1),
-                "{hs}"
-            );
+            for kv in [f32, KvKind::F16, KvKind::Bf16] {
+                assert!(
+                    WARPS * decode_heads(hs) * hs * 4 <= decode_stage_bytes(hs, 1, kv),
+                    "{hs} {kv:?}"
+                );
+            }
             assert!(decode_heads(hs) * hs <= 1024, "DA_VALUES");
         }
         // An H200 (227 KiB opt-in, ~12 KiB static) stages two passes at every head size; the
-        // default 48 KiB stages one up to head size 128 and none at 256.
+        // default 48 KiB stages one up to head size 128 and none at 256 in f32, two at 128
+        // and one at 256 in half precision.
         let h200 = h200();
-        assert_eq!(h200.ring(256), Some(2));
-        assert_eq!(h200.ring(128), Some(2));
+        assert_eq!(h200.ring(256, f32), Some(2));
+        assert_eq!(h200.ring(128, f32), Some(2));
         let small = DecodeDevice {
             dynamic_max: 48 * 1024 - 12_112,
             cluster: false,
             ..h200
         };
-        assert_eq!(small.ring(64), Some(2));
-        assert_eq!(small.ring(128), Some(1));
-        assert_eq!(small.ring(256), None);
+        assert_eq!(small.ring(64, f32), Some(2));
+        assert_eq!(small.ring(128, f32), Some(1));
+        assert_eq!(small.ring(256, f32), None);
+        assert_eq!(small.ring(128, KvKind::F16), Some(2));
+        assert_eq!(small.ring(256, KvKind::Bf16), Some(1));
         assert!(!small.mode(&d(14, 2, 64)).is_some_and(|m| m.cluster));
         assert_eq!(small.mode(&d(32, 8, 256)), None);
+        let half = DecodeHeads {
+            kv: KvKind::F16,
+            ..d(32, 8, 256)
+        };
+        assert!(small.mode(&half).is_some());
+    }
+
+    #[test]
+    fn a_half_precision_cache_needs_rows_of_whole_16_byte_copies() {
+        let d = |head_size, kv| DecodeHeads {
+            heads: 14,
+            kv_heads: 2,
+            head_size,
+            kv,
+        };
+        for hs in [64, 80, 96, 128, 256] {
+            assert!(d(hs, KvKind::F16).supported(), "{hs}");
+            assert!(d(hs, KvKind::Bf16).supported(), "{hs}");
+        }
+        // 4-value multiples that are not 8-value ones: f32 only (the two-kernel path
+        // serves the half kinds there).
+        for hs in [4, 12, 124, 132, 252] {
+            assert!(d(hs, KvKind::F32).supported(), "{hs}");
+            assert!(!d(hs, KvKind::F16).supported(), "{hs}");
+            assert!(!d(hs, KvKind::Bf16).supported(), "{hs}");
+        }
     }
 
     /// An H200: 227 KiB of opt-in shared memory less ~12 KiB of static arrays, clusters, no
@@ -583,6 +633,7 @@ mod tests {
             heads: 32,
             kv_heads: 8,
             head_size: 128,
+            kv: KvKind::F16,
         };
         let mode = |dev: DecodeDevice| dev.mode(&llama8).map(|m| (m.cluster, m.trigger));
         assert_eq!(mode(h200), Some((true, Trigger::Start)));

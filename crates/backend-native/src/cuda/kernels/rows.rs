@@ -2,7 +2,7 @@
 //! for the int4 tensor-core GEMV), the rotary append of the two-launch attention, the gated
 //! and plain activations, and the two-pass argmax.
 
-use super::{DevPtr, Ops, cfg, grid_dim, int, launch};
+use super::{DevPtr, KvCache, Ops, cfg, grid_dim, int, launch};
 use crate::error::Error;
 
 /// Blocks of the first argmax pass (and partials it leaves).
@@ -116,20 +116,17 @@ impl Ops<'_> {
         cos_sin: (DevPtr, DevPtr),
         (m, heads, kv_heads, hs): (usize, usize, usize, usize),
         (rotary_dim, interleaved): (usize, bool),
-        (k_cache, v_cache, capacity): (DevPtr, DevPtr, usize),
+        cache: KvCache,
         act: i32,
     ) -> Result<(), Error> {
+        let (k_cache, v_cache, cap, kv) = cache.args()?;
         let (ld, h, kvh, hs_i) = (
             int("ld", ld)?,
             int("heads", heads)?,
             int("kv_heads", kv_heads)?,
             int("head_size", hs)?,
         );
-        let (rd, inter, cap) = (
-            int("rotary_dim", rotary_dim)?,
-            i32::from(interleaved),
-            int("capacity", capacity)?,
-        );
+        let (rd, inter) = (int("rotary_dim", rotary_dim)?, i32::from(interleaved));
         let f = self.k.get("rotary_append_f32")?;
         let grid = (
             grid_dim("tokens", m)?,
@@ -140,7 +137,7 @@ impl Ops<'_> {
         let (cos, sin) = cos_sin;
         launch!(
             self, f, c, &qkv, &ld, &step, &cos, &sin, &h, &kvh, &hs_i, &rd, &inter, &k_cache,
-            &v_cache, &cap, &act
+            &v_cache, &cap, &act, &kv
         )
     }
 

@@ -3,11 +3,15 @@
 //! split, group and passes-per-split boundary (`decode_layout`), GQA groups 1/4/7/16, head
 //! sizes 16..256 (one and two float4 units per lane), windows, a soft cap, partial and
 //! interleaved rotary. Every case runs twice in each mode the device has (clusters on and off,
-//! one and two passes staged) and all those runs must agree bit for bit.
+//! one and two passes staged) and all those runs must agree bit for bit. Half-precision caches
+//! (f16, bf16, with activations of that precision) must also give the bits of an f32 cache
+//! holding the same values.
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, AttentionParams};
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
+use crate::cuda::kernels::{
+    DecodeCall, DecodeHeads, DecodeMode, KvCache, KvKind, Trigger, decode_splits,
+};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -25,6 +29,8 @@ pub(super) struct Case {
     pub softcap: Option<f32>,
     /// (rotary_dim, interleaved); rotary_dim 0: no rotation.
     pub rotary: (usize, bool),
+    /// The cache's kind; the activations have its precision.
+    pub kv: KvKind,
 }
 
 /// The cases `selftest::run` checks.
@@ -38,6 +44,7 @@ pub(super) fn cases() -> Vec<Case> {
         window: None,
         softcap: None,
         rotary: (128, false),
+        kv: KvKind::F32,
     };
     // One split up to 32 positions; a warp's 4 keys; one pass per split up to 256, two up to
     // 512 (one group), a second group from 513; 64 splits at 4096, three passes from 4097.
@@ -144,7 +151,95 @@ pub(super) fn cases() -> Vec<Case> {
             ..base
         },
     ]);
+    // Half-precision caches: around the pass, split, group and passes-per-split boundaries,
+    // the Llama-3-8B and Qwen2.5 geometries, head sizes 64 and 256, windows and partial rotary.
+    for kv in [KvKind::F16, KvKind::Bf16] {
+        for &positions in &[1, 33, 190, 257, 513, 4097] {
+            for &(heads, kv_heads) in &[(32, 8), (12, 2)] {
+                all.push(Case {
+                    heads,
+                    kv_heads,
+                    positions,
+                    spare: 5,
+                    kv,
+                    ..base
+                });
+            }
+        }
+        for &hs in &[64, 256] {
+            all.push(Case {
+                hs,
+                rotary: (hs, false),
+                positions: 300,
+                kv,
+                ..base
+            });
+        }
+        all.extend([
+            Case {
+                window: Some(100),
+                positions: 300,
+                kv,
+                ..base
+            },
+            Case {
+                hs: 96,
+                rotary: (32, true),
+                positions: 150,
+                softcap: Some(5.0),
+                kv,
+                ..base
+            },
+        ]);
+    }
     all
+}
+
+/// Rounds values to the precision of a cache kind (the activations' precision that goes with
+/// it: the kernels' `act` is its code), to nearest even as the decoder rounds.
+pub(super) fn round_to(kv: KvKind, values: &mut [f32]) {
+    for v in values.iter_mut() {
+        *v = match kv {
+            KvKind::F32 => *v,
+            KvKind::F16 => half::f16::from_f32(*v).to_f32(),
+            KvKind::Bf16 => half::bf16::from_f32(*v).to_f32(),
+        };
+    }
+}
+
+/// A cache's values on the device as `kind` holds them (each already representable).
+pub(super) fn kv_up(c: &Ctx, values: &[f32], kind: KvKind) -> Result<DevBuf<u8>, Error> {
+    let bytes: Vec<u8> = match kind {
+        KvKind::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        KvKind::F16 => values
+            .iter()
+            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+            .collect(),
+        KvKind::Bf16 => values
+            .iter()
+            .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+            .collect(),
+    };
+    c.up(&bytes)
+}
+
+/// `n` values of a cache of `kind` back from the device.
+fn kv_down(c: &Ctx, buf: &DevBuf<u8>, n: usize, kind: KvKind) -> Result<Vec<f32>, Error> {
+    let bytes = c.down(buf, n * kind.bytes())?;
+    Ok(match kind {
+        KvKind::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        KvKind::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        KvKind::Bf16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+    })
 }
 
 /// Runs one case twice in every mode (all runs must equal the first bit for bit, and leave the
@@ -159,18 +254,30 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         window,
         softcap,
         rotary: (rd, inter),
+        kv,
     } = case;
     let cap = positions + spare;
     let p = positions - 1;
     let ld = (heads + 2 * kv_heads) * hs;
-    let qkv = rng.vec(ld);
-    let mut kc = rng.vec(kv_heads * cap * hs);
-    let mut vc = rng.vec(kv_heads * cap * hs);
+    // Every input in the activations' precision, as the decoder hands them on.
+    let rounded = |mut v: Vec<f32>| {
+        round_to(kv, &mut v);
+        v
+    };
+    let qkv = rounded(rng.vec(ld));
+    let mut kc = rounded(rng.vec(kv_heads * cap * hs));
+    let mut vc = rounded(rng.vec(kv_heads * cap * hs));
     let half = rd / 2;
     let angles: Vec<f32> = (0..cap * half.max(1)).map(|i| i as f32 * 0.37).collect();
     let (cos, sin): (Vec<f32>, Vec<f32>) = angles.iter().map(|a| (a.cos(), a.sin())).unzip();
     let scale = 1.0 / (hs as f32).sqrt();
-    let (dk, dv) = (c.up(&kc)?, c.up(&vc)?);
+    let (dk, dv) = (kv_up(c, &kc, kv)?, kv_up(c, &vc, kv)?);
+    // The same values in an f32 cache: the half kinds must give its bits.
+    let f32_cache = if kv == KvKind::F32 {
+        None
+    } else {
+        Some((kv_up(c, &kc, KvKind::F32)?, kv_up(c, &vc, KvKind::F32)?))
+    };
     let mut q = qkv[..heads * hs].to_vec();
     let mut k = qkv[heads * hs..(heads + kv_heads) * hs].to_vec();
     let v = &qkv[(heads + kv_heads) * hs..];
@@ -178,6 +285,8 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         cpu::rotary(&mut q, &[p], hs, &cos, &sin, rd, inter)?;
         cpu::rotary(&mut k, &[p], hs, &cos, &sin, rd, inter)?;
     }
+    round_to(kv, &mut q);
+    round_to(kv, &mut k);
     for h in 0..kv_heads {
         let dst = (h * cap + p) * hs;
         kc[dst..dst + hs].copy_from_slice(&k[h * hs..(h + 1) * hs]);
@@ -196,14 +305,16 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
     };
     let mut want = vec![0f32; heads * hs];
     cpu::attention(&params, &q, &kc, &vc, &mut want, &c.pool)?;
+    round_to(kv, &mut want);
     let d = DecodeHeads {
         heads,
         kv_heads,
         head_size: hs,
+        kv,
     };
     let Some(mode) = c.kernels.decode.mode(&d) else {
         return Ok(Check {
-            name: format!("decode attention hs{hs}: NOT RUN, the stage does not fit"),
+            name: format!("decode attention hs{hs} {kv:?}: NOT RUN, the stage does not fit"),
             rel_diff: 0.0,
             limit: 0.0,
         });
@@ -246,7 +357,12 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         qkv: dq.ptr,
         step: step.ptr,
         rotary: (dcos.ptr, dsin.ptr, rd, inter),
-        cache: (dk.ptr, dv.ptr, cap),
+        cache: KvCache {
+            k: dk.ptr,
+            v: dv.ptr,
+            capacity: cap,
+            kind: kv,
+        },
         part: (part.ptr, part.len),
         counts: (counts.ptr, counts.len),
         out: out.ptr,
@@ -254,7 +370,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         scale,
         window,
         softcap,
-        act: 0,
+        act: kv.code(),
     };
     let mut runs = Vec::new();
     for &m in &modes {
@@ -264,18 +380,46 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
             runs.push(c.down(&out, heads * hs)?);
         }
     }
-    let mut tickets = vec![0i32; d.rows()];
-    counts.read(&c.stream, &mut tickets)?;
-    let (got_k, got_v) = (c.down(&dk, kc.len())?, c.down(&dv, vc.len())?);
-    let modes: Vec<String> = modes
+    let mut names: Vec<String> = modes
         .iter()
         .map(|m| format!("r{}{}", m.ring, if m.cluster { "c" } else { "" }))
         .collect();
+    if let Some((fk, fv)) = &f32_cache {
+        let d32 = DecodeHeads {
+            kv: KvKind::F32,
+            ..d
+        };
+        let cache = KvCache {
+            k: fk.ptr,
+            v: fv.ptr,
+            kind: KvKind::F32,
+            ..call.cache
+        };
+        if let Some(m) = c.kernels.decode.mode(&d32) {
+            let f32_call = DecodeCall {
+                cache,
+                heads: d32,
+                ..call
+            };
+            out.write(&c.stream, &unset)?;
+            c.ops().attention_decode_as(&f32_call, m)?;
+            runs.push(c.down(&out, heads * hs)?);
+            names.push(format!(
+                "r{}{} f32 cache",
+                m.ring,
+                if m.cluster { "c" } else { "" }
+            ));
+        }
+    }
+    let mut tickets = vec![0i32; d.rows()];
+    counts.read(&c.stream, &mut tickets)?;
+    let got_k = kv_down(c, &dk, kc.len(), kv)?;
+    let got_v = kv_down(c, &dv, vc.len(), kv)?;
     let name = format!(
         "decode attention {heads}/{kv_heads} heads hs{hs} n{positions} cap{cap} \
-         window {window:?} softcap {softcap:?} rotary {rd}{} [{}]",
+         window {window:?} softcap {softcap:?} rotary {rd}{} {kv:?} cache [{}]",
         if inter { " interleaved" } else { "" },
-        modes.join(" ")
+        names.join(" ")
     );
     let same = runs.iter().all(|r| r == &runs[0]);
     let diff = if !same || tickets.iter().any(|&t| t != 0) {
@@ -285,9 +429,17 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
             .max(rel(&got_k, &kc))
             .max(rel(&got_v, &vc))
     };
+    // Half precision: the rotation's and the output's roundings may fall either side of a
+    // half-way point where the CPU's f32 sums differ in their last bit (a few units in the last
+    // place of the type, relative to the largest output).
+    let limit = match kv {
+        KvKind::F32 => 1e-5,
+        KvKind::F16 => 4e-3,
+        KvKind::Bf16 => 3e-2,
+    };
     Ok(Check {
         name,
         rel_diff: diff,
-        limit: 1e-5,
+        limit,
     })
 }

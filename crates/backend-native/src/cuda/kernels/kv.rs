@@ -1,0 +1,101 @@
+//! The KV cache's element kind and a layer's cache as the attention kernels take it. The cache
+//! holds keys and values in the activations' precision: every value written there is already
+//! rounded to it (the rotated keys and the qkv projection's values), so an f16 or bf16 cache holds
+//! the numbers an f32 one would, in half the device memory and half the bytes each step reads.
+
+use super::{DevPtr, int};
+use crate::error::Error;
+
+/// Set to `1` to keep the KV cache in f32 whatever the activations' precision (an A/B switch:
+/// the results are the same bits, only the bytes differ).
+pub const KV_F32_ENV: &str = "GENAI_BRIDGE_KV_F32";
+
+/// Element kind of a KV cache; its code is the kernels' `kv` argument (the codes of `act`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KvKind {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl KvKind {
+    /// The kind that holds activations of precision `act` (0 f32, 1 f16, 2 bf16) exactly.
+    pub fn of_act(act: i32) -> KvKind {
+        match act {
+            1 => KvKind::F16,
+            2 => KvKind::Bf16,
+            _ => KvKind::F32,
+        }
+    }
+
+    /// [`KvKind::of_act`] unless [`KV_F32_ENV`] is `1`.
+    pub fn chosen(act: i32) -> KvKind {
+        if std::env::var(KV_F32_ENV).is_ok_and(|v| v == "1") {
+            KvKind::F32
+        } else {
+            KvKind::of_act(act)
+        }
+    }
+
+    /// The kernels' `kv` argument.
+    pub fn code(self) -> i32 {
+        match self {
+            KvKind::F32 => 0,
+            KvKind::F16 => 1,
+            KvKind::Bf16 => 2,
+        }
+    }
+
+    /// Bytes of one element.
+    pub fn bytes(self) -> usize {
+        match self {
+            KvKind::F32 => 4,
+            KvKind::F16 | KvKind::Bf16 => 2,
+        }
+    }
+
+    /// Short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvKind::F32 => "f32",
+            KvKind::F16 => "f16",
+            KvKind::Bf16 => "bf16",
+        }
+    }
+}
+
+/// A layer's keys and values on the device, `[kv_heads, capacity, head_size]` each, of one kind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KvCache {
+    pub k: DevPtr,
+    pub v: DevPtr,
+    pub capacity: usize,
+    pub kind: KvKind,
+}
+
+impl KvCache {
+    /// The kernels' arguments: keys, values, capacity and the kind's code.
+    pub fn args(&self) -> Result<(DevPtr, DevPtr, i32, i32), Error> {
+        let capacity = int("capacity", self.capacity)?;
+        Ok((self.k, self.v, capacity, self.kind.code()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_takes_the_activations_precision() {
+        assert_eq!(KvKind::of_act(0), KvKind::F32);
+        assert_eq!(KvKind::of_act(1), KvKind::F16);
+        assert_eq!(KvKind::of_act(2), KvKind::Bf16);
+        // The kernels read the kind by the same code as the activations' precision.
+        for act in 0..3 {
+            assert_eq!(KvKind::of_act(act).code(), act);
+        }
+        assert_eq!(KvKind::F32.bytes(), 4);
+        assert_eq!(KvKind::F16.bytes(), 2);
+        assert_eq!(KvKind::Bf16.bytes(), 2);
+    }
+}

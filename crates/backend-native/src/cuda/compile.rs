@@ -51,7 +51,11 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "decode_attention",
         code: include_str!("../../../../kernels/decode_attention.cu"),
-        symbols: &["attention_decode_f32"],
+        symbols: &[
+            "attention_decode_f32",
+            "attention_decode_kv_f16",
+            "attention_decode_kv_bf16",
+        ],
     },
     Source {
         family: "activation",

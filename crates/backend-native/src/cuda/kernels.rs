@@ -144,11 +144,16 @@ impl Kernels {
                 functions.insert(symbol, f);
             }
         }
-        let attention = functions.get("attention_decode_f32").ok_or(Error::Cuda {
-            what: "kernel lookup",
-            message: "attention_decode_f32 is not loaded".into(),
-        })?;
-        let decode = decode::DecodeDevice::probe(&device.ctx, device.major, attention);
+        let attention = KvKind::ALL
+            .iter()
+            .map(|kind| {
+                functions.get(kind.decode_entry()).ok_or(Error::Cuda {
+                    what: "kernel lookup",
+                    message: format!("{} is not loaded", kind.decode_entry()),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let decode = decode::DecodeDevice::probe(&device.ctx, device.major, &attention);
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let named = DecodeGemv::from_env();
         let decode_gemv = named.unwrap_or(DecodeGemv::Shared);

@@ -219,9 +219,14 @@ impl DecodeDevice {
         )
     }
 
-    /// Opts the kernel into the device's shared memory and checks that clusters of [`GROUP`]
-    /// blocks with the largest stage fit; a failed call only turns the option off.
-    pub fn probe(ctx: &cudarc::driver::CudaContext, major: i32, f: &CudaFunction) -> DecodeDevice {
+    /// Opts the kernel's entries (one per cache kind) into the device's shared memory and
+    /// checks that clusters of [`GROUP`] blocks with the largest stage fit; a failed call only
+    /// turns the option off.
+    pub fn probe(
+        ctx: &cudarc::driver::CudaContext,
+        major: i32,
+        entries: &[&CudaFunction],
+    ) -> DecodeDevice {
         use sys::CUdevice_attribute::*;
         const DEFAULT_SHARED: usize = 48 * 1024;
         let switch = |name| std::env::var(name).ok();
@@ -235,19 +240,26 @@ impl DecodeDevice {
                 .as_deref()
                 .and_then(Trigger::parse),
         };
-        if ctx.bind_to_thread().is_err() {
+        if entries.is_empty() || ctx.bind_to_thread().is_err() {
             return device;
         }
-        let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
-        let default_max = DEFAULT_SHARED.saturating_sub(fixed);
-        device.dynamic_max = opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max);
+        // What every entry may take (they declare the same static arrays).
+        device.dynamic_max = entries
+            .iter()
+            .map(|f| {
+                let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
+                let default_max = DEFAULT_SHARED.saturating_sub(fixed);
+                opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max)
+            })
+            .min()
+            .unwrap_or(0);
         let switched_off = cluster_switch.as_deref() == Some("0");
         let launchable = ctx.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == Ok(1);
         if major >= 9 && launchable && !switched_off {
             // The largest stage: head size 256 in an f32 cache.
             let f32_stage = |r| decode_stage_bytes(256, r, KvKind::F32);
             let stage = device.ring(256, KvKind::F32).map_or(0, f32_stage);
-            device.cluster = clusters_fit(f, stage);
+            device.cluster = entries.iter().all(|f| clusters_fit(f, stage));
         }
         device
     }
@@ -380,8 +392,8 @@ impl Ops<'_> {
         let win = int("window", c.window.unwrap_or(0))?;
         let cap_s = c.softcap.unwrap_or(0.0);
         let (ring, cluster) = (int("ring", mode.ring)?, i32::from(mode.cluster));
-        let (trigger, kv) = (mode.trigger.code(), kind.code());
-        let f = self.k.get("attention_decode_f32")?;
+        let trigger = mode.trigger.code();
+        let f = self.k.get(kind.decode_entry())?;
         let (x, y) = decode_grid(capacity, rows, mode.cluster);
         let grid = (grid_dim("splits", x)?, grid_dim("rows", y)?, 1);
         let shared = u32::try_from(stage).map_err(|_| Error::Invalid {
@@ -414,10 +426,10 @@ impl Ops<'_> {
             super::param(&ring),
             super::param(&cluster),
             super::param(&trigger),
-            super::param(&kv),
         ];
         let width = if mode.cluster { GROUP as u32 } else { 1 };
-        // SAFETY: the arguments match `attention_decode_f32`'s C signature in order and type;
+        // SAFETY: the arguments match the C signature of the kind's entry (`DA_PARAMS`: the
+        // three entries share it) in order and type;
         // `part` and `counts` were checked against the slots and rows the grid uses, the other
         // addresses are the caller's live buffers sized for these dimensions, the dynamic
         // shared memory is within what `DecodeDevice::probe` opted the function into, the

@@ -54,6 +54,18 @@ impl KvKind {
         }
     }
 
+    /// The fused decode attention's entry for a cache of this kind.
+    pub fn decode_entry(self) -> &'static str {
+        match self {
+            KvKind::F32 => "attention_decode_f32",
+            KvKind::F16 => "attention_decode_kv_f16",
+            KvKind::Bf16 => "attention_decode_kv_bf16",
+        }
+    }
+
+    /// Every kind.
+    pub const ALL: [KvKind; 3] = [KvKind::F32, KvKind::F16, KvKind::Bf16];
+
     /// Short name for reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -97,5 +109,16 @@ mod tests {
         assert_eq!(KvKind::F32.bytes(), 4);
         assert_eq!(KvKind::F16.bytes(), 2);
         assert_eq!(KvKind::Bf16.bytes(), 2);
+    }
+
+    #[test]
+    fn every_kind_has_its_decode_entry_in_the_family() {
+        let family = crate::cuda::compile::family("decode_attention").expect("the family");
+        for kind in KvKind::ALL {
+            let entry = kind.decode_entry();
+            assert!(family.symbols.contains(&entry), "{entry} not loaded");
+            let declared = format!("__launch_bounds__(DA_THREADS) {entry}(DA_PARAMS)");
+            assert!(family.code.contains(&declared), "{entry} not in the source");
+        }
     }
 }

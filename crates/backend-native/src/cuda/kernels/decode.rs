@@ -34,6 +34,11 @@ pub const DECODE_CLUSTER_ENV: &str = "GENAI_BRIDGE_DECODE_CLUSTER";
 /// at that point ([`Trigger`]); unset: the rule of [`DecodeDevice::mode`] (an A/B switch).
 pub const DECODE_TRIGGER_ENV: &str = "GENAI_BRIDGE_DECODE_TRIGGER";
 
+/// Set to `1` to have every decode-attention launch ask for the shared memory an f32 cache's
+/// stage takes, whatever the cache's kind (an A/B switch: the same bits; it changes only which
+/// blocks of the next kernel fit beside it).
+pub const DECODE_RESERVE_ENV: &str = "GENAI_BRIDGE_DECODE_RESERVE";
+
 /// How the kernel splits `n` attended positions (`da_layout`): `passes` of 32 positions per
 /// split, `splits` blocks, `groups` of up to 8 consecutive splits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +168,9 @@ pub(crate) struct DecodeDevice {
     pub ragged_qkv: bool,
     /// [`DECODE_CLUSTER_ENV`]`=1`: clusters for every launch where they exist.
     pub cluster_always: bool,
+    /// [`DECODE_RESERVE_ENV`]`=1`: every launch asks for the shared memory of an f32 cache's
+    /// stage, whatever its cache's kind (fewer blocks of the next kernel then fit beside it).
+    pub reserve_f32: bool,
     /// [`DECODE_TRIGGER_ENV`], when set.
     pub trigger: Option<Trigger>,
 }
@@ -196,6 +204,17 @@ impl DecodeDevice {
             cluster,
             trigger: self.trigger.unwrap_or(fallback),
         })
+    }
+
+    /// Dynamic shared memory a launch asks for: its stage, or with [`DECODE_RESERVE_ENV`] the
+    /// f32 cache's stage where that fits.
+    pub fn launch_stage(&self, hs: usize, ring: usize, kind: KvKind) -> usize {
+        let f32_stage = decode_stage_bytes(hs, ring, KvKind::F32);
+        if self.reserve_f32 && f32_stage <= self.dynamic_max {
+            f32_stage
+        } else {
+            decode_stage_bytes(hs, ring, kind)
+        }
     }
 
     /// Whether the rule merges the splits in clusters: where the device has them, unless the
@@ -236,6 +255,7 @@ impl DecodeDevice {
             cluster: false,
             ragged_qkv: false,
             cluster_always: cluster_switch.as_deref() == Some("1"),
+            reserve_f32: switch(DECODE_RESERVE_ENV).as_deref() == Some("1"),
             trigger: switch(DECODE_TRIGGER_ENV)
                 .as_deref()
                 .and_then(Trigger::parse),
@@ -361,7 +381,7 @@ impl Ops<'_> {
         let slots = decode_splits(capacity);
         let rows = if d.supported() { d.rows() } else { 0 };
         let part_need = d.heads * slots * (hs + 2);
-        let stage = decode_stage_bytes(hs, mode.ring, kind);
+        let stage = self.k.decode.launch_stage(hs, mode.ring, kind);
         if rows == 0
             || kind != d.kv
             || c.part.1 < part_need
@@ -602,6 +622,18 @@ mod tests {
             ..d(32, 8, 256)
         };
         assert!(small.mode(&half).is_some());
+        // The reservation switch asks for the f32 stage where it fits, else the own stage.
+        assert_eq!(h200.launch_stage(128, 2, KvKind::F16), 32_768);
+        let reserving = DecodeDevice {
+            reserve_f32: true,
+            ..h200
+        };
+        assert_eq!(reserving.launch_stage(128, 2, KvKind::F16), 65_536);
+        let small_reserving = DecodeDevice {
+            reserve_f32: true,
+            ..small
+        };
+        assert_eq!(small_reserving.launch_stage(256, 1, KvKind::Bf16), 32_768);
     }
 
     #[test]
@@ -633,6 +665,7 @@ mod tests {
             cluster: true,
             ragged_qkv: false,
             cluster_always: false,
+            reserve_f32: false,
             trigger: None,
         }
     }

@@ -186,3 +186,124 @@ extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
     combine(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act);
     if (threadIdx.x == 0) *count = 0;
 }
+
+// ---- Prompt attention tiled over queries ----------------------------------------------------
+//
+// attention_tiled_f32: grid (splits, kv_heads, ceil(m / AT_TOKENS)), AT_WARPS warps, dynamic
+// shared memory at_shared_floats(hs) floats. A block takes the ATTN_CHUNK positions of split s
+// of one KV head and stages their keys and values once (as f32) for every query of AT_TOKENS
+// tokens and every query head of the KV head's group: the split kernel above read them once per
+// query head and token. Each warp takes (token, head) pairs in turn: lane j scores key j (its K
+// row padded to hs + 1 floats, so the lanes' reads fall in distinct banks), the warp's softmax
+// over the split, then P.V with lanes over the head dimension. It writes the pair's partial (max,
+// sum, unnormalised values) at [t, h, s] in `part` ([m, heads, splits, hs + 2], the split
+// kernel's layout), only for the splits that hold keys of the token's range; attention_merge_f32
+// merges those in split order. No tickets: the merge is its own launch.
+#define AT_TOKENS 16
+#define AT_WARPS 8
+
+// Floats of dynamic shared memory: K rows (hs + 1 each), V rows, each warp's q row and weights.
+__device__ __forceinline__ int at_shared_floats(int hs) {
+    return ATTN_CHUNK * (2 * hs + 1) + AT_WARPS * (hs + ATTN_CHUNK);
+}
+
+// The first and one-past-last position token position p attends to.
+__device__ __forceinline__ int at_lo(int p, int window) { return window > 0 ? max(0, p + 1 - window) : 0; }
+
+extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
+    attention_tiled_f32(const float* __restrict__ qkv, int ld, const void* __restrict__ k_cache,
+                        const void* __restrict__ v_cache, const int* __restrict__ step,
+                        float* __restrict__ part, int heads, int kv_heads, int hs, int capacity,
+                        float scale, int window, float softcap, int splits, int m, int kv) {
+    extern __shared__ __align__(16) float at_stage[];
+    pdl_enter();
+    int s = blockIdx.x, g = blockIdx.y;
+    int group = heads / kv_heads;
+    int t0 = blockIdx.z * AT_TOKENS, t1 = min(m, t0 + AT_TOKENS);
+    int p0 = step[0];
+    int c0 = s * ATTN_CHUNK, c1 = min(capacity, c0 + ATTN_CHUNK);
+    int p_last = p0 + t1 - 1;
+    // No token of the tile attends to a key of this split.
+    if (t0 >= t1 || c0 > p_last || c1 - 1 < at_lo(p0 + t0, window)) return;
+    int rows = min(c1, p_last + 1) - c0;
+    float* ks = at_stage;                            // [ATTN_CHUNK][hs + 1]
+    float* vs = ks + ATTN_CHUNK * (hs + 1);          // [ATTN_CHUNK][hs]
+    float* qw = vs + ATTN_CHUNK * hs;                // [AT_WARPS][hs]
+    float* ew = qw + AT_WARPS * hs;                  // [AT_WARPS][ATTN_CHUNK]
+    size_t base = ((size_t)g * capacity + c0) * hs;
+    for (int i = threadIdx.x; i < rows * hs; i += blockDim.x) {
+        int j = i / hs, d = i - j * hs;
+        ks[j * (hs + 1) + d] = kv_load(k_cache, base + i, kv);
+        vs[i] = kv_load(v_cache, base + i, kv);
+    }
+    __syncthreads();
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float* q = qw + warp * hs;
+    float* e_w = ew + warp * ATTN_CHUNK;
+    int pairs = (t1 - t0) * group;
+    for (int i = warp; i < pairs; i += AT_WARPS) {
+        int t = t0 + i / group, h = g * group + i % group;
+        int p = p0 + t;
+        int k0 = max(c0, at_lo(p, window)), k1 = min(c1, p + 1);
+        if (k0 >= k1) continue;  // the warp skips the pair as a whole
+        const float* qh = qkv + (size_t)t * ld + (size_t)h * hs;
+        for (int d = lane; d < hs; d += 32) q[d] = qh[d];
+        __syncwarp();
+        int key = c0 + lane;
+        bool valid = key >= k0 && key < k1;
+        float sc = NEG_INF;
+        if (valid) {
+            const float* kr = ks + lane * (hs + 1);
+            float dot = 0.0f;
+            for (int d = 0; d < hs; d++) dot = fmaf(q[d], kr[d], dot);
+            sc = dot * scale;
+            if (softcap > 0.0f) sc = softcap * tanhf(sc / softcap);
+        }
+        float mx = warp_max(sc);
+        float e = valid ? expf(sc - mx) : 0.0f;
+        float l = warp_sum(e);
+        e_w[lane] = e;
+        __syncwarp();
+        float* out = part + (((size_t)t * heads + h) * splits + s) * (hs + 2);
+        for (int d = lane; d < hs; d += 32) {
+            float acc = 0.0f;
+            for (int j = k0 - c0; j < k1 - c0; j++) acc = fmaf(e_w[j], vs[j * hs + d], acc);
+            out[2 + d] = acc;
+        }
+        if (lane == 0) {
+            out[0] = mx;
+            out[1] = l;
+        }
+        __syncwarp();  // q and the weights are read: the next pair may overwrite them
+    }
+}
+
+// Merges, for token t and head h (grid (heads, m)), the partials of the splits that hold keys of
+// the token's range, in split order, into out `[m, heads * hs]` rounded to the activations'
+// precision.
+extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
+                                               const float* __restrict__ part,
+                                               float* __restrict__ out, int heads, int hs,
+                                               int splits, int window, int act) {
+    pdl_enter();
+    int h = blockIdx.x, t = blockIdx.y;
+    int p = step[0] + t;
+    int s0 = at_lo(p, window) / ATTN_CHUNK, s1 = p / ATTN_CHUNK;
+    const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
+    float mx = NEG_INF;
+    for (int s = s0; s <= s1; s++) mx = fmaxf(mx, pp[(size_t)s * (hs + 2)]);
+    float total = 0.0f;
+    for (int s = s0; s <= s1; s++) {
+        const float* ps = pp + (size_t)s * (hs + 2);
+        total += ps[1] * expf(ps[0] - mx);
+    }
+    float inv = 1.0f / total;
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int s = s0; s <= s1; s++) {
+            const float* ps = pp + (size_t)s * (hs + 2);
+            acc += ps[2 + d] * expf(ps[0] - mx);
+        }
+        out[((size_t)t * heads + h) * hs + d] = round_act(acc * inv, act);
+    }
+}

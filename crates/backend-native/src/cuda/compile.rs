@@ -46,7 +46,11 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "attention",
         code: include_str!("../../../../kernels/attention.cu"),
-        symbols: &["attention_f32"],
+        symbols: &[
+            "attention_f32",
+            "attention_tiled_f32",
+            "attention_merge_f32",
+        ],
     },
     Source {
         family: "decode_attention",

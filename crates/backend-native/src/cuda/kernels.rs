@@ -17,6 +17,7 @@ mod int4;
 mod int4_mma;
 mod kv;
 mod one_row;
+mod prompt;
 mod rows;
 mod shared;
 mod waves;
@@ -47,6 +48,9 @@ pub(crate) struct Kernels {
     decode_gemv_named: bool,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
+    /// Dynamic shared memory the tiled prompt attention may take here (0: the split kernel
+    /// runs every prompt; `kernels/prompt.rs`).
+    pub prompt_dynamic_max: usize,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
     /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
@@ -154,6 +158,10 @@ impl Kernels {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, &attention);
+        let prompt_dynamic_max = match functions.get("attention_tiled_f32") {
+            Some(f) => prompt::probe(&device.ctx, f),
+            None => 0,
+        };
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let named = DecodeGemv::from_env();
         let decode_gemv = named.unwrap_or(DecodeGemv::Shared);
@@ -177,6 +185,7 @@ impl Kernels {
             decode_gemv,
             decode_gemv_named: named.is_some(),
             decode,
+            prompt_dynamic_max,
             resident,
             sms,
             shared_max,
@@ -484,6 +493,38 @@ impl Ops<'_> {
                 why: format!("heads {heads}, kv_heads {kv_heads}, head_size {hs} (at most 256)"),
             });
         }
+        let dims = (m, heads, kv_heads, hs);
+        let s = (scale, window, softcap);
+        if self.tiled_fits(hs) {
+            return self.attention_tiled(qkv, ld, cache, step, (part, splits), out, dims, s, act);
+        }
+        self.attention_split(
+            qkv,
+            ld,
+            cache,
+            step,
+            (part, splits, counts),
+            out,
+            dims,
+            s,
+            act,
+        )
+    }
+
+    /// [`Ops::attention`] through the split kernel (one block per 32 positions, head and token).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attention_split(
+        &self,
+        qkv: DevPtr,
+        ld: usize,
+        cache: KvCache,
+        step: DevPtr,
+        (part, splits, counts): (DevPtr, usize, DevPtr),
+        out: DevPtr,
+        (m, heads, kv_heads, hs): (usize, usize, usize, usize),
+        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
+        act: i32,
+    ) -> Result<(), Error> {
         let (k_cache, v_cache, cap, kv) = cache.args()?;
         let (ld, h, kvh, hs_i, sp) = (
             int("ld", ld)?,

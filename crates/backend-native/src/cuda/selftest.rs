@@ -128,11 +128,8 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     }
     checks.extend(split::checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
-    for &(window, softcap) in &[(None, None), (Some(100), None), (None, Some(5.0))] {
-        checks.push(attention(&ctx, &mut rng, window, softcap, KvKind::F32)?);
-    }
-    for kv in [KvKind::F16, KvKind::Bf16] {
-        checks.push(attention(&ctx, &mut rng, Some(100), None, kv)?);
+    for case in prompt_cases() {
+        checks.extend(attention(&ctx, &mut rng, case)?);
     }
     for case in decode::cases() {
         checks.push(decode::check(&ctx, &mut rng, case)?);
@@ -142,16 +139,95 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     Ok(checks)
 }
 
-/// Prompt attention over a cache of `kv` (its values representable there; f32 sums and output,
-/// so the CPU's result on the same values is the reference at f32's limit).
-fn attention(
-    c: &Ctx,
-    rng: &mut Rng,
+/// One prompt-attention case: `m` tokens after `past` cached positions.
+#[derive(Debug, Clone, Copy)]
+struct PromptCase {
+    heads: usize,
+    kv_heads: usize,
+    hs: usize,
+    cap: usize,
+    past: usize,
+    m: usize,
     window: Option<usize>,
     softcap: Option<f32>,
     kv: KvKind,
-) -> Result<Check, Error> {
-    let (heads, kv_heads, hs, cap, past, m) = (4, 2, 64, 600, 300, 5);
+}
+
+/// Small GQA shapes with windows and a soft cap, half caches, a prompt from position 0 over
+/// many token tiles, a long past, odd head sizes and capacities, head size 256.
+fn prompt_cases() -> Vec<PromptCase> {
+    let base = PromptCase {
+        heads: 4,
+        kv_heads: 2,
+        hs: 64,
+        cap: 600,
+        past: 300,
+        m: 5,
+        window: None,
+        softcap: None,
+        kv: KvKind::F32,
+    };
+    let case = |heads, kv_heads, hs, cap, past, m| PromptCase {
+        heads,
+        kv_heads,
+        hs,
+        cap,
+        past,
+        m,
+        ..base
+    };
+    vec![
+        base,
+        PromptCase {
+            window: Some(100),
+            ..base
+        },
+        PromptCase {
+            softcap: Some(5.0),
+            ..base
+        },
+        PromptCase {
+            window: Some(100),
+            kv: KvKind::F16,
+            ..base
+        },
+        PromptCase {
+            window: Some(100),
+            kv: KvKind::Bf16,
+            ..base
+        },
+        case(14, 2, 64, 700, 0, 200),
+        PromptCase {
+            kv: KvKind::F16,
+            ..case(32, 8, 128, 4100, 3600, 37)
+        },
+        PromptCase {
+            window: Some(40),
+            ..case(12, 2, 128, 300, 31, 33)
+        },
+        case(8, 8, 256, 520, 100, 20),
+        PromptCase {
+            softcap: Some(5.0),
+            ..case(6, 2, 96, 333, 1, 17)
+        },
+    ]
+}
+
+/// Prompt attention over a cache of `kv` (its values representable there; f32 sums and output,
+/// so the CPU's result on the same values is the reference at f32's limit), through the tiled
+/// kernel where it fits here and through the split kernel: one check each.
+fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Error> {
+    let PromptCase {
+        heads,
+        kv_heads,
+        hs,
+        cap,
+        past,
+        m,
+        window,
+        softcap,
+        kv,
+    } = case;
     let ld = (heads + 2 * kv_heads) * hs;
     let q = rng.vec(m * heads * hs);
     let mut kc = rng.vec(kv_heads * cap * hs);
@@ -192,33 +268,57 @@ fn attention(
     let part = DevBuf::<f32>::zeros(&c.stream, m * heads * splits * (hs + 2))?;
     let out = DevBuf::<f32>::zeros(&c.stream, m * heads * hs)?;
     let counts = DevBuf::<i32>::zeros(&c.stream, m * heads)?;
-    // Run twice: the split merge must give the same bits.
-    let attend = || -> Result<Vec<f32>, Error> {
-        c.ops().attention(
-            dq.ptr,
-            ld,
-            cache,
-            step.ptr,
-            (part.ptr, splits, counts.ptr),
-            out.ptr,
-            (m, heads, kv_heads, hs),
-            (scale, window, softcap),
-            0,
-        )?;
+    let ops = c.ops();
+    let dims = (m, heads, kv_heads, hs);
+    let s = (scale, window, softcap);
+    // Run twice: the merge must give the same bits.
+    let attend = |tiled: bool| -> Result<Vec<f32>, Error> {
+        if tiled {
+            ops.attention_tiled(
+                dq.ptr,
+                ld,
+                cache,
+                step.ptr,
+                (part.ptr, splits),
+                out.ptr,
+                dims,
+                s,
+                0,
+            )?;
+        } else {
+            let p = (part.ptr, splits, counts.ptr);
+            ops.attention_split(dq.ptr, ld, cache, step.ptr, p, out.ptr, dims, s, 0)?;
+        }
         c.down(&out, m * heads * hs)
     };
-    let first = attend()?;
-    let again = attend()?;
-    let name = format!("attention window {window:?} softcap {softcap:?} {kv:?} cache");
-    Ok(Check {
-        name,
-        rel_diff: if first == again {
-            rel(&again, &want)
-        } else {
-            f32::INFINITY
-        },
-        limit: 1e-5,
-    })
+    let mut checks = Vec::new();
+    for tiled in [true, false] {
+        let kernel = if tiled { "tiled" } else { "split" };
+        let name = format!(
+            "prompt attention ({kernel}) {heads}/{kv_heads} heads hs{hs} cap{cap} past{past} \
+             m{m} window {window:?} softcap {softcap:?} {kv:?} cache"
+        );
+        if tiled && !ops.tiled_fits(hs) {
+            checks.push(Check {
+                name: format!("{name}: NOT RUN, the tiled stage does not fit here"),
+                rel_diff: 0.0,
+                limit: 0.0,
+            });
+            continue;
+        }
+        let first = attend(tiled)?;
+        let again = attend(tiled)?;
+        checks.push(Check {
+            name,
+            rel_diff: if first == again {
+                rel(&again, &want)
+            } else {
+                f32::INFINITY
+            },
+            limit: 1e-5,
+        });
+    }
+    Ok(checks)
 }
 
 fn argmax(c: &Ctx, rng: &mut Rng) -> Result<Check, Error> {

@@ -43,7 +43,7 @@ __device__ __forceinline__ void attention_split(AttnShared& sh,
     float(*wacc)[32 * ATTN_DIMS] = sh.wacc;
     int split = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
     int p = step[0] + t;
-    int lo = window > 0 ? max(0, p + 1 - window) : 0;
+    int lo = attention_lo(p, window);
     int c0 = max(lo, split * ATTN_CHUNK);
     int c1 = min(p + 1, (split + 1) * ATTN_CHUNK);
     float* out = part + (((size_t)t * heads + h) * splits + split) * (hs + 2);
@@ -207,9 +207,6 @@ __device__ __forceinline__ int at_shared_floats(int hs) {
     return ATTN_CHUNK * (2 * hs + 1) + AT_WARPS * (hs + ATTN_CHUNK);
 }
 
-// The first and one-past-last position token position p attends to.
-__device__ __forceinline__ int at_lo(int p, int window) { return window > 0 ? max(0, p + 1 - window) : 0; }
-
 extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
     attention_tiled_f32(const float* __restrict__ qkv, int ld, const void* __restrict__ k_cache,
                         const void* __restrict__ v_cache, const int* __restrict__ step,
@@ -224,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
     int c0 = s * ATTN_CHUNK, c1 = min(capacity, c0 + ATTN_CHUNK);
     int p_last = p0 + t1 - 1;
     // No token of the tile attends to a key of this split.
-    if (t0 >= t1 || c0 > p_last || c1 - 1 < at_lo(p0 + t0, window)) return;
+    if (t0 >= t1 || c0 > p_last || c1 - 1 < attention_lo(p0 + t0, window)) return;
     int rows = min(c1, p_last + 1) - c0;
     float* ks = at_stage;                            // [ATTN_CHUNK][hs + 1]
     float* vs = ks + ATTN_CHUNK * (hs + 1);          // [ATTN_CHUNK][hs]
@@ -244,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
     for (int i = warp; i < pairs; i += AT_WARPS) {
         int t = t0 + i / group, h = g * group + i % group;
         int p = p0 + t;
-        int k0 = max(c0, at_lo(p, window)), k1 = min(c1, p + 1);
+        int k0 = max(c0, attention_lo(p, window)), k1 = min(c1, p + 1);
         if (k0 >= k1) continue;  // the warp skips the pair as a whole
         const float* qh = qkv + (size_t)t * ld + (size_t)h * hs;
         for (int d = lane; d < hs; d += 32) q[d] = qh[d];
@@ -278,17 +275,17 @@ extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
     }
 }
 
-// Merges, for token t and head h (grid (heads, m)), the partials of the splits that hold keys of
-// the token's range, in split order, into out `[m, heads * hs]` rounded to the activations'
-// precision.
+// Merges, for token t and head h (grid (heads, m)), the partials of the splits (of `span`
+// positions each) that hold keys of the token's range, in split order, into out `[m, heads * hs]`
+// rounded to the activations' precision.
 extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
                                                const float* __restrict__ part,
                                                float* __restrict__ out, int heads, int hs,
-                                               int splits, int window, int act) {
+                                               int splits, int span, int window, int act) {
     pdl_enter();
     int h = blockIdx.x, t = blockIdx.y;
     int p = step[0] + t;
-    int s0 = at_lo(p, window) / ATTN_CHUNK, s1 = p / ATTN_CHUNK;
+    int s0 = attention_lo(p, window) / span, s1 = p / span;
     const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
     float mx = NEG_INF;
     for (int s = s0; s <= s1; s++) mx = fmaxf(mx, pp[(size_t)s * (hs + 2)]);

@@ -495,7 +495,7 @@ __device__ __forceinline__ void attention_decode_body(DA_PARAMS) {
         pdl_wait();
         return;
     }
-    int lo = window > 0 ? max(0, p + 1 - window) : 0;
+    int lo = attention_lo(p, window);
     DaLayout lay = da_layout(p + 1 - lo);
     int group = split / DA_GROUP;
     bool in_cluster = cluster && lay.splits > 1;

@@ -59,6 +59,12 @@ __device__ __forceinline__ void kv_store(void* base, size_t i, float x, int kv) 
     else ((u16*)base)[i] = kv == 1 ? f32_to_f16(x) : f32_to_bf16(x);
 }
 
+// The first position a token at position p attends to (a sliding window of `window` positions,
+// 0 for none).
+__device__ __forceinline__ int attention_lo(int p, int window) {
+    return window > 0 ? max(0, p + 1 - window) : 0;
+}
+
 // Bytes of one cache element.
 __device__ __forceinline__ int kv_bytes(int kv) { return kv == 0 ? 4 : 2; }
 

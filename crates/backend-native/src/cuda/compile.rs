@@ -53,6 +53,16 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
+        family: "attention_mma",
+        code: include_str!("../../../../kernels/attention_mma.cu"),
+        symbols: &[
+            "attention_mma_f16_128",
+            "attention_mma_f16_256",
+            "attention_mma_bf16_128",
+            "attention_mma_bf16_256",
+        ],
+    },
+    Source {
         family: "decode_attention",
         code: include_str!("../../../../kernels/decode_attention.cu"),
         symbols: &[

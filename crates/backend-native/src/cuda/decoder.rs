@@ -213,6 +213,8 @@ impl CudaDecoder {
             kv.name(),
             kv.bytes()
         ));
+        let head_sizes: Vec<usize> = dev_model.layers.iter().map(|l| l.head_size).collect();
+        reasons.push(kernels.prompt.describe(kv, dev_model.act, &head_sizes));
         reasons.push(format!(
             "one-row dense linears: the {:?} rule",
             kernels.decode_gemv

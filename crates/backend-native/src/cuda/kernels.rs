@@ -27,6 +27,7 @@ pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
+pub(crate) use prompt::{PromptAttention, PromptKernel};
 pub(crate) use rows::ARGMAX_PARTS;
 
 /// A device address (0 for an absent optional argument).
@@ -48,9 +49,8 @@ pub(crate) struct Kernels {
     decode_gemv_named: bool,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
-    /// Dynamic shared memory the tiled prompt attention may take here (0: the split kernel
-    /// runs every prompt; `kernels/prompt.rs`).
-    pub prompt_dynamic_max: usize,
+    /// What the prompt-attention kernels may use here (`kernels/prompt.rs`).
+    pub prompt: prompt::PromptDevice,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
     /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
@@ -158,10 +158,7 @@ impl Kernels {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let decode = decode::DecodeDevice::probe(&device.ctx, device.major, &attention);
-        let prompt_dynamic_max = match functions.get("attention_tiled_f32") {
-            Some(f) => prompt::probe(&device.ctx, f),
-            None => 0,
-        };
+        let prompt = prompt::PromptDevice::probe(&device.ctx, device.major, &functions)?;
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let named = DecodeGemv::from_env();
         let decode_gemv = named.unwrap_or(DecodeGemv::Shared);
@@ -185,7 +182,7 @@ impl Kernels {
             decode_gemv,
             decode_gemv_named: named.is_some(),
             decode,
-            prompt_dynamic_max,
+            prompt,
             resident,
             sms,
             shared_max,
@@ -472,101 +469,6 @@ fn stage_bytes(bytes: usize) -> u32 {
 }
 
 impl Ops<'_> {
-    /// Attention of `m` tokens; `part` holds `[m, heads, splits, hs + 2]` partials and
-    /// `counts` `[m, heads]` zeroed tickets (left zeroed).
-    #[allow(clippy::too_many_arguments)]
-    pub fn attention(
-        &self,
-        qkv: DevPtr,
-        ld: usize,
-        cache: KvCache,
-        step: DevPtr,
-        (part, splits, counts): (DevPtr, usize, DevPtr),
-        out: DevPtr,
-        (m, heads, kv_heads, hs): (usize, usize, usize, usize),
-        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
-        act: i32,
-    ) -> Result<(), Error> {
-        if hs > 256 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
-            return Err(Error::Invalid {
-                what: "attention",
-                why: format!("heads {heads}, kv_heads {kv_heads}, head_size {hs} (at most 256)"),
-            });
-        }
-        let dims = (m, heads, kv_heads, hs);
-        let s = (scale, window, softcap);
-        if self.tiled_fits(hs) {
-            return self.attention_tiled(qkv, ld, cache, step, (part, splits), out, dims, s, act);
-        }
-        self.attention_split(
-            qkv,
-            ld,
-            cache,
-            step,
-            (part, splits, counts),
-            out,
-            dims,
-            s,
-            act,
-        )
-    }
-
-    /// [`Ops::attention`] through the split kernel (one block per 32 positions, head and token).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attention_split(
-        &self,
-        qkv: DevPtr,
-        ld: usize,
-        cache: KvCache,
-        step: DevPtr,
-        (part, splits, counts): (DevPtr, usize, DevPtr),
-        out: DevPtr,
-        (m, heads, kv_heads, hs): (usize, usize, usize, usize),
-        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
-        act: i32,
-    ) -> Result<(), Error> {
-        let (k_cache, v_cache, cap, kv) = cache.args()?;
-        let (ld, h, kvh, hs_i, sp) = (
-            int("ld", ld)?,
-            int("heads", heads)?,
-            int("kv_heads", kv_heads)?,
-            int("head_size", hs)?,
-            int("splits", splits)?,
-        );
-        let win = int("window", window.unwrap_or(0))?;
-        let cap_s = softcap.unwrap_or(0.0);
-        let f = self.k.get("attention_f32")?;
-        // ATTN_WARPS (8) warps per block.
-        let grid = (
-            grid_dim("splits", splits)?,
-            grid_dim("heads", heads)?,
-            grid_dim("tokens", m)?,
-        );
-        launch!(
-            self,
-            f,
-            cfg(grid, 256, 0),
-            &qkv,
-            &ld,
-            &k_cache,
-            &v_cache,
-            &step,
-            &part,
-            &h,
-            &kvh,
-            &hs_i,
-            &cap,
-            &scale,
-            &win,
-            &cap_s,
-            &sp,
-            &out,
-            &counts,
-            &act,
-            &kv
-        )
-    }
-
     /// Dense linear; `kind` is the weight's kernel (`gemv_f32`, `gemv_f16`, `gemv_bf16`).
     #[allow(clippy::too_many_arguments)]
     pub fn gemv(

@@ -8,7 +8,9 @@
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops};
+use crate::cuda::kernels::{
+    ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops, PromptAttention, PromptKernel,
+};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
@@ -210,6 +212,36 @@ fn prompt_cases() -> Vec<PromptCase> {
             softcap: Some(5.0),
             ..case(6, 2, 96, 333, 1, 17)
         },
+        // Half caches through the tensor-core kernel: a group of 7 over many row tiles from
+        // position 0, a long past in bf16, a window across spans, head sizes 96 and 256, a
+        // soft cap, one token.
+        PromptCase {
+            kv: KvKind::F16,
+            ..case(14, 2, 64, 700, 0, 200)
+        },
+        PromptCase {
+            kv: KvKind::Bf16,
+            ..case(32, 8, 128, 4100, 3600, 37)
+        },
+        PromptCase {
+            window: Some(40),
+            kv: KvKind::Bf16,
+            ..case(12, 2, 128, 300, 31, 33)
+        },
+        PromptCase {
+            window: Some(70),
+            kv: KvKind::F16,
+            ..case(8, 8, 256, 520, 100, 20)
+        },
+        PromptCase {
+            softcap: Some(5.0),
+            kv: KvKind::F16,
+            ..case(6, 2, 96, 333, 1, 17)
+        },
+        PromptCase {
+            kv: KvKind::Bf16,
+            ..case(4, 1, 64, 129, 128, 1)
+        },
     ]
 }
 
@@ -229,7 +261,9 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
         kv,
     } = case;
     let ld = (heads + 2 * kv_heads) * hs;
-    let q = rng.vec(m * heads * hs);
+    // q as the rotary leaves it: rounded to the activations' precision, the cache's kind.
+    let mut q = rng.vec(m * heads * hs);
+    decode::round_to(kv, &mut q);
     let mut kc = rng.vec(kv_heads * cap * hs);
     let mut vc = rng.vec(kv_heads * cap * hs);
     decode::round_to(kv, &mut kc);
@@ -269,45 +303,56 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
     let out = DevBuf::<f32>::zeros(&c.stream, m * heads * hs)?;
     let counts = DevBuf::<i32>::zeros(&c.stream, m * heads)?;
     let ops = c.ops();
-    let dims = (m, heads, kv_heads, hs);
-    let s = (scale, window, softcap);
-    // Run twice: the merge must give the same bits.
-    let attend = |tiled: bool| -> Result<Vec<f32>, Error> {
-        if tiled {
-            ops.attention_tiled(
-                dq.ptr,
-                ld,
-                cache,
-                step.ptr,
-                (part.ptr, splits),
-                out.ptr,
-                dims,
-                s,
-                0,
-            )?;
-        } else {
-            let p = (part.ptr, splits, counts.ptr);
-            ops.attention_split(dq.ptr, ld, cache, step.ptr, p, out.ptr, dims, s, 0)?;
-        }
-        c.down(&out, m * heads * hs)
+    let a = PromptAttention {
+        qkv: dq.ptr,
+        ld,
+        cache,
+        step: step.ptr,
+        part: part.ptr,
+        splits,
+        counts: counts.ptr,
+        out: out.ptr,
+        m,
+        heads,
+        kv_heads,
+        hs,
+        scale,
+        window,
+        softcap,
+        act: 0,
     };
+    let mma = match kv {
+        KvKind::F32 => None,
+        _ => Some(ops.mma_entry(kv, hs)),
+    };
+    let tiled = Some(ops.tiled_fits(hs).then_some(PromptKernel::Tiled));
+    let kernels = [
+        mma.map(|entry| entry.map(PromptKernel::Mma)),
+        tiled,
+        Some(Some(PromptKernel::Split)),
+    ];
     let mut checks = Vec::new();
-    for tiled in [true, false] {
-        let kernel = if tiled { "tiled" } else { "split" };
+    for (kernel, label) in kernels.into_iter().zip(["tensor-core", "tiled", "split"]) {
+        let Some(kernel) = kernel else { continue }; // not a kernel for this cache kind
         let name = format!(
-            "prompt attention ({kernel}) {heads}/{kv_heads} heads hs{hs} cap{cap} past{past} \
+            "prompt attention ({label}) {heads}/{kv_heads} heads hs{hs} cap{cap} past{past} \
              m{m} window {window:?} softcap {softcap:?} {kv:?} cache"
         );
-        if tiled && !ops.tiled_fits(hs) {
+        let Some(kernel) = kernel else {
             checks.push(Check {
-                name: format!("{name}: NOT RUN, the tiled stage does not fit here"),
+                name: format!("{name}: NOT RUN, the kernel does not run this shape here"),
                 rel_diff: 0.0,
                 limit: 0.0,
             });
             continue;
-        }
-        let first = attend(tiled)?;
-        let again = attend(tiled)?;
+        };
+        // Run twice: the merge must give the same bits.
+        let attend = || -> Result<Vec<f32>, Error> {
+            ops.attention_with(&a, kernel)?;
+            c.down(&out, m * heads * hs)
+        };
+        let first = attend()?;
+        let again = attend()?;
         checks.push(Check {
             name,
             rel_diff: if first == again {

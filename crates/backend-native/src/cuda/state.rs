@@ -5,7 +5,9 @@
 
 use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
 use crate::cuda::host::Form;
-use crate::cuda::kernels::{DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, split_bytes};
+use crate::cuda::kernels::{
+    DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention, split_bytes,
+};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::DevLinear;
@@ -425,17 +427,24 @@ fn attention_chunk(
     let (ld, hs) = (l.qkv_width(), l.head_size);
     let dims = (m, l.heads, l.kv_heads, hs);
     ops.rotary_append(b.qkv.ptr, ld, b.step.ptr, cos_sin, dims, rot, cache, act)?;
-    ops.attention(
-        b.qkv.ptr,
+    ops.attention(&PromptAttention {
+        qkv: b.qkv.ptr,
         ld,
         cache,
-        b.step.ptr,
-        (b.part.ptr, b.splits, b.counts.ptr),
-        b.attn.ptr,
-        dims,
-        (l.scale, l.window, l.softcap),
+        step: b.step.ptr,
+        part: b.part.ptr,
+        splits: b.splits,
+        counts: b.counts.ptr,
+        out: b.attn.ptr,
+        m,
+        heads: l.heads,
+        kv_heads: l.kv_heads,
+        hs,
+        scale: l.scale,
+        window: l.window,
+        softcap: l.softcap,
         act,
-    )
+    })
 }
 
 /// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:

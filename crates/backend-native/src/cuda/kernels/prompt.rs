@@ -1,24 +1,68 @@
-//! The prompt attention tiled over queries (`attention_tiled_f32` and `attention_merge_f32` in
-//! kernels/attention.cu): its shared memory, grid and launch. A block stages one split's keys
-//! and values once for 16 tokens and every query head of a KV head; the split kernel
-//! (`attention_f32`) read them once per query head and token, which made prompts of thousands
-//! of tokens take seconds. The split kernel stays for head sizes whose stage does not fit and
-//! as the A/B side of [`PROMPT_ATTENTION_ENV`].
+//! Prompt attention (more than one token a step, or heads the decode kernel does not take):
+//! which kernel runs, its shared memory, grid and launch. Three kernels, best first:
+//! - `attention_mma_*` (kernels/attention_mma.cu): tensor cores, for a KV cache in the
+//!   activations' half precision on sm_80 and later; 64 positions a block, 16 rows a warp.
+//! - `attention_tiled_f32` (kernels/attention.cu): a block stages one split's keys and values
+//!   once for 16 tokens and every query head of a KV head; any cache kind.
+//! - `attention_f32`: one block per 32 positions, head and token, for head sizes whose stage
+//!   does not fit, and as the A/B side of [`PROMPT_ATTENTION_ENV`].
+//!
+//! The first two write per-split partials that `attention_merge_f32` merges.
 
-use super::{DevPtr, KvCache, Ops, cfg, grid_dim, int, launch, opt_in_shared};
+use super::{
+    DevPtr, KvCache, KvKind, Ops, cfg, grid_dim, int, launch, launch_raw, opt_in_shared, param,
+};
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaFunction};
+use std::collections::HashMap;
 
-/// Tokens one block takes (`AT_TOKENS`).
+/// Tokens one tiled block takes (`AT_TOKENS`).
 const TOKENS: usize = 16;
-/// Warps per block (`AT_WARPS`).
+/// Warps per tiled block (`AT_WARPS`).
 const WARPS: usize = 8;
-/// Positions one split covers (`ATTN_CHUNK`).
+/// Positions one split of the split and tiled kernels covers (`ATTN_CHUNK`).
 const CHUNK: usize = 32;
+/// Rows ((token, head) pairs) one tensor-core block takes (`AM_ROWS`), 16 a warp.
+const MMA_ROWS: usize = 64;
+/// Positions one tensor-core block covers (`AM_SPAN`), and keys a stage holds (`AM_KEYS`).
+const MMA_SPAN: usize = 64;
+const MMA_KEYS: usize = 32;
+/// Halves of padding after each staged row (`AM_PAD`).
+const MMA_PAD: usize = 8;
 
-/// Set to `split` to run prompts through the split kernel (one block per 32 positions, head and
-/// token) instead of the tiled one (an A/B switch).
+/// `split` runs every prompt through the split kernel, `tiled` through the tiled f32 kernel
+/// (no tensor cores); unset, the best kernel that fits (A/B switch).
 pub const PROMPT_ATTENTION_ENV: &str = "GENAI_BRIDGE_PROMPT_ATTENTION";
+
+/// The tensor-core entries: cache kind, largest head size, name.
+const MMA_ENTRIES: [(KvKind, usize, &str); 4] = [
+    (KvKind::F16, 128, "attention_mma_f16_128"),
+    (KvKind::F16, 256, "attention_mma_f16_256"),
+    (KvKind::Bf16, 128, "attention_mma_bf16_128"),
+    (KvKind::Bf16, 256, "attention_mma_bf16_256"),
+];
+
+/// Which prompt-attention kernels may run ([`PROMPT_ATTENTION_ENV`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PromptMode {
+    Best,
+    Tiled,
+    Split,
+}
+
+impl PromptMode {
+    pub(crate) fn parse(value: Option<&str>) -> Result<PromptMode, Error> {
+        match value {
+            None | Some("") => Ok(PromptMode::Best),
+            Some("tiled") => Ok(PromptMode::Tiled),
+            Some("split") => Ok(PromptMode::Split),
+            Some(other) => Err(Error::Invalid {
+                what: PROMPT_ATTENTION_ENV,
+                why: format!("{other:?} (expected tiled or split, or unset)"),
+            }),
+        }
+    }
+}
 
 /// Dynamic shared memory of a tiled block (`at_shared_floats`): one split's K rows padded to
 /// `hs + 1` floats, its V rows, and each warp's q row and weights.
@@ -26,92 +70,264 @@ pub(crate) fn tiled_shared_bytes(hs: usize) -> usize {
     4 * (CHUNK * (2 * hs + 1) + WARPS * (hs + CHUNK))
 }
 
-/// The dynamic shared memory the tiled kernel may take here (opted in past the default where
-/// the device allows); 0 when [`PROMPT_ATTENTION_ENV`] is `split`.
-pub(crate) fn probe(ctx: &CudaContext, f: &CudaFunction) -> usize {
+/// Dynamic shared memory of a tensor-core block (`am_shared_bytes`): q of its rows and a
+/// stage of keys as halves, the stage's values transposed.
+pub(crate) fn mma_shared_bytes(hs: usize) -> usize {
+    2 * ((MMA_ROWS + MMA_KEYS) * (hs + MMA_PAD) + hs * (MMA_KEYS + MMA_PAD))
+}
+
+/// What the prompt kernels may use on this device.
+#[derive(Debug, Default)]
+pub(crate) struct PromptDevice {
+    /// Dynamic shared memory the tiled kernel may take (0: it does not run).
+    tiled_max: usize,
+    /// The same for each tensor-core entry that may run here.
+    mma_max: HashMap<&'static str, usize>,
+}
+
+/// The dynamic shared memory `f` may take here (opted in past the default where the device
+/// allows).
+fn dynamic_max(ctx: &CudaContext, f: &CudaFunction) -> usize {
     const DEFAULT_SHARED: usize = 48 * 1024;
-    if std::env::var(PROMPT_ATTENTION_ENV).is_ok_and(|v| v == "split")
-        || ctx.bind_to_thread().is_err()
-    {
-        return 0;
-    }
     let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
     let default_max = DEFAULT_SHARED.saturating_sub(fixed);
     opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max)
 }
 
-/// Grid of a tiled launch: splits of the cache, KV heads, tiles of tokens.
-pub(crate) fn tiled_grid(splits: usize, kv_heads: usize, m: usize) -> (usize, usize, usize) {
-    (splits, kv_heads, m.div_ceil(TOKENS))
+impl PromptDevice {
+    /// Probes the kernels `functions` holds for a device of compute capability `major`, under
+    /// [`PROMPT_ATTENTION_ENV`] (a value it does not know is an error at load).
+    pub(crate) fn probe(
+        ctx: &CudaContext,
+        major: i32,
+        functions: &HashMap<&'static str, CudaFunction>,
+    ) -> Result<PromptDevice, Error> {
+        let mode = PromptMode::parse(std::env::var(PROMPT_ATTENTION_ENV).ok().as_deref())?;
+        if mode == PromptMode::Split || ctx.bind_to_thread().is_err() {
+            return Ok(PromptDevice::default());
+        }
+        let tiled_max = functions
+            .get("attention_tiled_f32")
+            .map_or(0, |f| dynamic_max(ctx, f));
+        let mut mma_max = HashMap::new();
+        if mode == PromptMode::Best && major >= 8 {
+            for (_, _, name) in MMA_ENTRIES {
+                if let Some(f) = functions.get(name) {
+                    mma_max.insert(name, dynamic_max(ctx, f));
+                }
+            }
+        }
+        Ok(PromptDevice { tiled_max, mma_max })
+    }
+
+    /// The tensor-core entry for a cache of `kind`, head size `hs` and activations `act`, if
+    /// one runs it here: q must be rounded to the cache's kind (the activations' precision).
+    pub(crate) fn mma_entry(&self, kind: KvKind, hs: usize, act: i32) -> Option<&'static str> {
+        if kind == KvKind::F32 || act != kind.code() || !hs.is_multiple_of(16) {
+            return None;
+        }
+        MMA_ENTRIES
+            .iter()
+            .filter(|(k, max_hs, _)| *k == kind && hs <= *max_hs)
+            .map(|&(_, _, name)| name)
+            .find(|name| {
+                self.mma_max
+                    .get(name)
+                    .is_some_and(|&max| mma_shared_bytes(hs) <= max)
+            })
+    }
+
+    /// Whether the tiled kernel takes head size `hs` here.
+    pub(crate) fn tiled_fits(&self, hs: usize) -> bool {
+        tiled_shared_bytes(hs) <= self.tiled_max
+    }
+
+    /// A route reason: the kernel each head size of the model's layers runs its prompts with.
+    pub(crate) fn describe(&self, kind: KvKind, act: i32, head_sizes: &[usize]) -> String {
+        let mut sizes = head_sizes.to_vec();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let kernels: Vec<String> = sizes
+            .iter()
+            .map(|&hs| {
+                let kernel = match self.mma_entry(kind, hs, act) {
+                    Some(name) => format!("tensor cores ({name})"),
+                    None if self.tiled_fits(hs) => "f32, tiled over queries".to_string(),
+                    None => "f32, a block per position split, head and token".to_string(),
+                };
+                format!("head size {hs}: {kernel}")
+            })
+            .collect();
+        format!(
+            "prompt attention: {} ({PROMPT_ATTENTION_ENV}=tiled or =split for the f32 kernels)",
+            kernels.join("; ")
+        )
+    }
+}
+
+/// One prompt attention: `m` tokens' q in `qkv` (rows of `ld` floats), the cache, the step
+/// scalars; `part` holds `[m, heads, splits, hs + 2]` partials (`splits`: the cache's 32-position
+/// splits) and `counts` `[m, heads]` zeroed tickets (left zeroed); `out` `[m, heads * hs]`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PromptAttention {
+    pub qkv: DevPtr,
+    pub ld: usize,
+    pub cache: KvCache,
+    pub step: DevPtr,
+    pub part: DevPtr,
+    pub splits: usize,
+    pub counts: DevPtr,
+    pub out: DevPtr,
+    pub m: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub hs: usize,
+    pub scale: f32,
+    pub window: Option<usize>,
+    pub softcap: Option<f32>,
+    pub act: i32,
+}
+
+/// Which kernel runs a prompt attention (`Ops::prompt_kernel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PromptKernel {
+    Mma(&'static str),
+    Tiled,
+    Split,
 }
 
 impl Ops<'_> {
-    /// Whether the tiled kernel takes head size `hs` here.
-    pub(crate) fn tiled_fits(&self, hs: usize) -> bool {
-        tiled_shared_bytes(hs) <= self.k.prompt_dynamic_max
+    /// The kernel [`Ops::attention`] runs `a` with here.
+    pub(crate) fn prompt_kernel(&self, a: &PromptAttention) -> PromptKernel {
+        let p = &self.k.prompt;
+        if let Some(name) = p.mma_entry(a.cache.kind, a.hs, a.act) {
+            PromptKernel::Mma(name)
+        } else if p.tiled_fits(a.hs) {
+            PromptKernel::Tiled
+        } else {
+            PromptKernel::Split
+        }
     }
 
-    /// Attention of `m` tokens through the tiled kernel, then the merge: `part` holds
-    /// `[m, heads, splits, hs + 2]` partials, `out` `[m, heads * hs]`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attention_tiled(
+    /// The tensor-core entry for a cache of `kind` and head size `hs` with q rounded to the
+    /// cache's kind, if one runs here.
+    pub(crate) fn mma_entry(&self, kind: KvKind, hs: usize) -> Option<&'static str> {
+        self.k.prompt.mma_entry(kind, hs, kind.code())
+    }
+
+    /// Whether the tiled kernel takes head size `hs` here.
+    pub(crate) fn tiled_fits(&self, hs: usize) -> bool {
+        self.k.prompt.tiled_fits(hs)
+    }
+
+    /// Attention of `a.m` tokens through the best kernel that runs it here.
+    pub fn attention(&self, a: &PromptAttention) -> Result<(), Error> {
+        if a.hs > 256 || a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
+            return Err(Error::Invalid {
+                what: "attention",
+                why: format!(
+                    "heads {}, kv_heads {}, head_size {} (at most 256)",
+                    a.heads, a.kv_heads, a.hs
+                ),
+            });
+        }
+        self.attention_with(a, self.prompt_kernel(a))
+    }
+
+    /// Attention of `a.m` tokens through `kernel` (the caller checked that it runs `a` here).
+    pub(crate) fn attention_with(
         &self,
-        qkv: DevPtr,
-        ld: usize,
-        cache: KvCache,
-        step: DevPtr,
-        (part, splits): (DevPtr, usize),
-        out: DevPtr,
-        (m, heads, kv_heads, hs): (usize, usize, usize, usize),
-        (scale, window, softcap): (f32, Option<usize>, Option<f32>),
-        act: i32,
+        a: &PromptAttention,
+        kernel: PromptKernel,
     ) -> Result<(), Error> {
-        let (k_cache, v_cache, cap, kv) = cache.args()?;
-        let (ld, h, kvh, hs_i, sp, mi) = (
-            int("ld", ld)?,
-            int("heads", heads)?,
-            int("kv_heads", kv_heads)?,
-            int("head_size", hs)?,
-            int("splits", splits)?,
-            int("tokens", m)?,
+        let (k_cache, v_cache, cap, kv) = a.cache.args()?;
+        let (ld, h, kvh, hs) = (
+            int("ld", a.ld)?,
+            int("heads", a.heads)?,
+            int("kv_heads", a.kv_heads)?,
+            int("head_size", a.hs)?,
         );
-        let win = int("window", window.unwrap_or(0))?;
-        let cap_s = softcap.unwrap_or(0.0);
-        let shared = tiled_shared_bytes(hs);
+        let win = int("window", a.window.unwrap_or(0))?;
+        let softcap = a.softcap.unwrap_or(0.0);
+        let (m, act) = (int("tokens", a.m)?, a.act);
+        let (qkv, step, part, scale, out, counts) =
+            (a.qkv, a.step, a.part, a.scale, a.out, a.counts);
+        // Per kernel: its split span (None: it merges its own splits), splits, grid, block and
+        // dynamic shared memory.
+        let rows = a.m * (a.heads / a.kv_heads.max(1));
+        let (span, splits, grid, block, shared) = match kernel {
+            PromptKernel::Split => (None, a.splits, (a.splits, a.heads, a.m), 256, 0),
+            PromptKernel::Tiled => (
+                Some(CHUNK),
+                a.splits,
+                (a.splits, a.kv_heads, a.m.div_ceil(TOKENS)),
+                WARPS * 32,
+                tiled_shared_bytes(a.hs),
+            ),
+            PromptKernel::Mma(_) => {
+                let splits = a.cache.capacity.div_ceil(MMA_SPAN);
+                let grid = (splits, a.kv_heads, rows.div_ceil(MMA_ROWS));
+                (Some(MMA_SPAN), splits, grid, 128, mma_shared_bytes(a.hs))
+            }
+        };
+        let name = match kernel {
+            PromptKernel::Split => "attention_f32",
+            PromptKernel::Tiled => "attention_tiled_f32",
+            PromptKernel::Mma(name) => name,
+        };
+        let sp = int("splits", splits)?;
+        let grid = (
+            grid_dim("splits", grid.0)?,
+            grid_dim("heads", grid.1)?,
+            grid_dim("tokens", grid.2)?,
+        );
         let shared = u32::try_from(shared).map_err(|_| Error::Invalid {
             what: "prompt attention",
             why: format!("{shared} bytes of shared memory"),
         })?;
-        let (x, y, z) = tiled_grid(splits, kv_heads, m);
-        let grid = (
-            grid_dim("splits", x)?,
-            grid_dim("kv_heads", y)?,
-            grid_dim("token tiles", z)?,
-        );
-        let f = self.k.get("attention_tiled_f32")?;
-        launch!(
-            self,
-            f,
-            cfg(grid, (WARPS * 32) as u32, shared),
-            &qkv,
-            &ld,
-            &k_cache,
-            &v_cache,
-            &step,
-            &part,
-            &h,
-            &kvh,
-            &hs_i,
-            &cap,
-            &scale,
-            &win,
-            &cap_s,
-            &sp,
-            &mi,
-            &kv
-        )?;
+        let f = self.k.get(name)?;
+        let mut params = vec![
+            param(&qkv),
+            param(&ld),
+            param(&k_cache),
+            param(&v_cache),
+            param(&step),
+            param(&part),
+            param(&h),
+            param(&kvh),
+            param(&hs),
+            param(&cap),
+            param(&scale),
+            param(&win),
+            param(&softcap),
+            param(&sp),
+        ];
+        // The split kernel merges and rounds itself: it takes out, the tickets and act; the
+        // tensor-core entries are compiled per cache kind.
+        match kernel {
+            PromptKernel::Split => {
+                params.extend([param(&out), param(&counts), param(&act), param(&kv)])
+            }
+            PromptKernel::Tiled => params.extend([param(&m), param(&kv)]),
+            PromptKernel::Mma(_) => params.push(param(&m)),
+        }
+        // SAFETY: `params` follows the kernel's C signature in kernels/attention.cu or
+        // attention_mma.cu (the first 14 arguments are shared, then the kernel's own), each
+        // pointing to a local that outlives the call; the addresses are `a`'s, whose buffers
+        // the caller sized for these dimensions (`PromptAttention`).
+        unsafe {
+            launch_raw(
+                self.stream,
+                f,
+                cfg(grid, block as u32, shared),
+                &mut params,
+                self.pdl,
+            )?
+        };
+        let Some(span) = span else { return Ok(()) };
         let merge = self.k.get("attention_merge_f32")?;
-        let grid = (grid_dim("heads", heads)?, grid_dim("tokens", m)?, 1);
+        let grid = (grid_dim("heads", a.heads)?, grid_dim("tokens", a.m)?, 1);
+        let span = int("span", span)?;
         launch!(
             self,
             merge,
@@ -120,8 +336,9 @@ impl Ops<'_> {
             &part,
             &out,
             &h,
-            &hs_i,
+            &hs,
             &sp,
+            &span,
             &win,
             &act
         )
@@ -133,29 +350,97 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rust_constants_match_the_kernel() {
-        let source = crate::cuda::compile::family("attention").expect("the attention family");
-        for (name, value) in [
-            ("AT_TOKENS", TOKENS),
-            ("AT_WARPS", WARPS),
-            ("ATTN_CHUNK", CHUNK),
+    fn the_rust_constants_match_the_kernels() {
+        let family = |name| crate::cuda::compile::family(name).expect("the family");
+        let (tiled, mma) = (family("attention"), family("attention_mma"));
+        for (source, name, value) in [
+            (&tiled, "AT_TOKENS", TOKENS),
+            (&tiled, "AT_WARPS", WARPS),
+            (&tiled, "ATTN_CHUNK", CHUNK),
+            (&mma, "AM_ROWS", MMA_ROWS),
+            (&mma, "AM_SPAN", MMA_SPAN),
+            (&mma, "AM_KEYS", MMA_KEYS),
+            (&mma, "AM_PAD", MMA_PAD),
         ] {
             let line = format!("#define {name} {value}");
             assert!(source.code.contains(&line), "{line} not in the kernel");
         }
+        assert!(
+            mma.code.contains("#define AM_WARPS (AM_ROWS / 16)"),
+            "16 rows a warp"
+        );
         for symbol in ["attention_tiled_f32", "attention_merge_f32"] {
-            assert!(source.symbols.contains(&symbol), "{symbol} not loaded");
+            assert!(tiled.symbols.contains(&symbol), "{symbol} not loaded");
+        }
+        for (_, max_hs, symbol) in MMA_ENTRIES {
+            assert!(mma.symbols.contains(&symbol), "{symbol} not loaded");
+            let kv = if symbol.contains("_f16_") { 1 } else { 2 };
+            let entry = format!("{symbol}(AM_PARAMS) {{\n    attention_mma_body<{kv}, {max_hs}>(");
+            assert!(
+                mma.code.contains(&entry),
+                "{symbol} is not the kernel for ({kv}, {max_hs})"
+            );
         }
     }
 
     #[test]
-    fn the_stage_and_the_grid() {
+    fn the_stages_and_the_modes() {
         // Head size 128: 32 K rows of 129 floats, 32 V rows, 8 q rows and 8 x 32 weights.
         assert_eq!(tiled_shared_bytes(128), 4 * (32 * 257 + 8 * 160));
         assert!(tiled_shared_bytes(128) <= 48 * 1024 - 1024); // no opt-in needed
         assert!(tiled_shared_bytes(256) > 48 * 1024); // opt-in (or the split kernel)
-        assert_eq!(tiled_grid(128, 8, 256), (128, 8, 16));
-        assert_eq!(tiled_grid(4, 2, 1), (4, 2, 1));
-        assert_eq!(tiled_grid(4, 2, 17), (4, 2, 2));
+        // 96 rows of 136 halves, 128 value rows of 40 halves.
+        assert_eq!(mma_shared_bytes(128), 2 * (96 * 136 + 128 * 40));
+        assert!(mma_shared_bytes(128) <= 48 * 1024);
+        assert_eq!(PromptMode::parse(None).ok(), Some(PromptMode::Best));
+        assert_eq!(
+            PromptMode::parse(Some("split")).ok(),
+            Some(PromptMode::Split)
+        );
+        assert_eq!(
+            PromptMode::parse(Some("tiled")).ok(),
+            Some(PromptMode::Tiled)
+        );
+        assert!(PromptMode::parse(Some("fast")).is_err());
+    }
+
+    #[test]
+    fn the_tensor_core_entry_needs_exact_operands_and_a_fitting_stage() {
+        let mut device = PromptDevice {
+            tiled_max: 48 * 1024,
+            mma_max: HashMap::new(),
+        };
+        assert_eq!(device.mma_entry(KvKind::F16, 128, 1), None, "none probed");
+        for (_, _, name) in MMA_ENTRIES {
+            device.mma_max.insert(name, 48 * 1024);
+        }
+        assert_eq!(
+            device.mma_entry(KvKind::F16, 128, 1),
+            Some("attention_mma_f16_128")
+        );
+        assert_eq!(
+            device.mma_entry(KvKind::Bf16, 64, 2),
+            Some("attention_mma_bf16_128")
+        );
+        assert_eq!(device.mma_entry(KvKind::F16, 128, 0), None, "q in f32");
+        assert_eq!(device.mma_entry(KvKind::F16, 128, 2), None, "q in bf16");
+        assert_eq!(device.mma_entry(KvKind::F32, 128, 0), None);
+        assert_eq!(
+            device.mma_entry(KvKind::F16, 72, 1),
+            None,
+            "not a multiple of 16"
+        );
+        // Head size 256 needs ~71 KB: not without the opt-in.
+        assert_eq!(device.mma_entry(KvKind::F16, 256, 1), None);
+        device.mma_max.insert("attention_mma_f16_256", 200 * 1024);
+        assert_eq!(
+            device.mma_entry(KvKind::F16, 256, 1),
+            Some("attention_mma_f16_256")
+        );
+        assert_eq!(
+            device.mma_entry(KvKind::F16, 192, 1),
+            Some("attention_mma_f16_256")
+        );
+        assert!(device.tiled_fits(128) && !device.tiled_fits(256));
     }
 }

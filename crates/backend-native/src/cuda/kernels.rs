@@ -89,6 +89,15 @@ pub(crate) fn opt_in_shared(
     Some(want)
 }
 
+/// The dynamic shared memory `f` may take per block here: opted in past the 48 KiB a launch gets
+/// by default where the device allows, else what the default leaves beside `f`'s static arrays.
+pub(crate) fn dynamic_shared_max(ctx: &CudaContext, f: &CudaFunction) -> usize {
+    const DEFAULT_SHARED: usize = 48 * 1024;
+    let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
+    let default_max = DEFAULT_SHARED.saturating_sub(fixed);
+    opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max)
+}
+
 pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     move |e| Error::Cuda {
         what,

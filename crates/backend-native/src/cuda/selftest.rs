@@ -245,9 +245,10 @@ fn prompt_cases() -> Vec<PromptCase> {
     ]
 }
 
-/// Prompt attention over a cache of `kv` (its values representable there; f32 sums and output,
-/// so the CPU's result on the same values is the reference at f32's limit), through the tiled
-/// kernel where it fits here and through the split kernel: one check each.
+/// Prompt attention over a cache of `kv` (its values and q representable there; f32 sums and
+/// output, so the CPU's result on the same values is the reference at f32's limit), through
+/// every kernel that takes the cache's kind (tensor cores for half caches, tiled, split): one
+/// check each, NOT RUN where the kernel does not run the shape here.
 fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Error> {
     let PromptCase {
         heads,
@@ -321,19 +322,15 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
         softcap,
         act: 0,
     };
-    let mma = match kv {
-        KvKind::F32 => None,
-        _ => Some(ops.mma_entry(kv, hs)),
-    };
-    let tiled = Some(ops.tiled_fits(hs).then_some(PromptKernel::Tiled));
-    let kernels = [
-        mma.map(|entry| entry.map(PromptKernel::Mma)),
-        tiled,
-        Some(Some(PromptKernel::Split)),
-    ];
+    // Each kernel that takes a cache of this kind, and the kernel if it runs this shape here.
+    let mut kernels = Vec::new();
+    if kv != KvKind::F32 {
+        kernels.push(("tensor-core", ops.mma_entry(kv, hs).map(PromptKernel::Mma)));
+    }
+    kernels.push(("tiled", ops.tiled_fits(hs).then_some(PromptKernel::Tiled)));
+    kernels.push(("split", Some(PromptKernel::Split)));
     let mut checks = Vec::new();
-    for (kernel, label) in kernels.into_iter().zip(["tensor-core", "tiled", "split"]) {
-        let Some(kernel) = kernel else { continue }; // not a kernel for this cache kind
+    for (label, kernel) in kernels {
         let name = format!(
             "prompt attention ({label}) {heads}/{kv_heads} heads hs{hs} cap{cap} past{past} \
              m{m} window {window:?} softcap {softcap:?} {kv:?} cache"

@@ -3,7 +3,7 @@
 //! (these tests run in CI without a GPU).
 
 use super::kv::{KvCache, KvKind};
-use super::{DevPtr, Ops, cfg, grid_dim, int, launch_raw_in, opt_in_shared};
+use super::{DevPtr, Ops, cfg, dynamic_shared_max, grid_dim, int, launch_raw_in};
 use crate::error::Error;
 use cudarc::driver::{CudaFunction, sys};
 
@@ -247,7 +247,6 @@ impl DecodeDevice {
         entries: &[&CudaFunction],
     ) -> DecodeDevice {
         use sys::CUdevice_attribute::*;
-        const DEFAULT_SHARED: usize = 48 * 1024;
         let switch = |name| std::env::var(name).ok();
         let cluster_switch = switch(DECODE_CLUSTER_ENV);
         let mut device = DecodeDevice {
@@ -266,11 +265,7 @@ impl DecodeDevice {
         // What every entry may take (they declare the same static arrays).
         device.dynamic_max = entries
             .iter()
-            .map(|f| {
-                let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
-                let default_max = DEFAULT_SHARED.saturating_sub(fixed);
-                opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max)
-            })
+            .map(|f| dynamic_shared_max(ctx, f))
             .min()
             .unwrap_or(0);
         let switched_off = cluster_switch.as_deref() == Some("0");

@@ -10,7 +10,7 @@
 //! The first two write per-split partials that `attention_merge_f32` merges.
 
 use super::{
-    DevPtr, KvCache, KvKind, Ops, cfg, grid_dim, int, launch, launch_raw, opt_in_shared, param,
+    DevPtr, KvCache, KvKind, Ops, cfg, dynamic_shared_max, grid_dim, int, launch, launch_raw, param,
 };
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaFunction};
@@ -85,15 +85,6 @@ pub(crate) struct PromptDevice {
     mma_max: HashMap<&'static str, usize>,
 }
 
-/// The dynamic shared memory `f` may take here (opted in past the default where the device
-/// allows).
-fn dynamic_max(ctx: &CudaContext, f: &CudaFunction) -> usize {
-    const DEFAULT_SHARED: usize = 48 * 1024;
-    let fixed = f.shared_size_bytes().map_or(DEFAULT_SHARED, |b| b as usize);
-    let default_max = DEFAULT_SHARED.saturating_sub(fixed);
-    opt_in_shared(ctx, f, fixed, default_max).unwrap_or(default_max)
-}
-
 impl PromptDevice {
     /// Probes the kernels `functions` holds for a device of compute capability `major`, under
     /// [`PROMPT_ATTENTION_ENV`] (a value it does not know is an error at load).
@@ -108,12 +99,12 @@ impl PromptDevice {
         }
         let tiled_max = functions
             .get("attention_tiled_f32")
-            .map_or(0, |f| dynamic_max(ctx, f));
+            .map_or(0, |f| dynamic_shared_max(ctx, f));
         let mut mma_max = HashMap::new();
         if mode == PromptMode::Best && major >= 8 {
             for (_, _, name) in MMA_ENTRIES {
                 if let Some(f) = functions.get(name) {
-                    mma_max.insert(name, dynamic_max(ctx, f));
+                    mma_max.insert(name, dynamic_shared_max(ctx, f));
                 }
             }
         }
@@ -252,28 +243,38 @@ impl Ops<'_> {
         let (m, act) = (int("tokens", a.m)?, a.act);
         let (qkv, step, part, scale, out, counts) =
             (a.qkv, a.step, a.part, a.scale, a.out, a.counts);
-        // Per kernel: its split span (None: it merges its own splits), splits, grid, block and
-        // dynamic shared memory.
-        let rows = a.m * (a.heads / a.kv_heads.max(1));
-        let (span, splits, grid, block, shared) = match kernel {
-            PromptKernel::Split => (None, a.splits, (a.splits, a.heads, a.m), 256, 0),
+        // Per kernel: its name, its split span (None: it merges its own splits), splits, grid,
+        // block and dynamic shared memory.
+        let (name, span, splits, grid, block, shared) = match kernel {
+            PromptKernel::Split => (
+                "attention_f32",
+                None,
+                a.splits,
+                (a.splits, a.heads, a.m),
+                256,
+                0,
+            ),
             PromptKernel::Tiled => (
+                "attention_tiled_f32",
                 Some(CHUNK),
                 a.splits,
                 (a.splits, a.kv_heads, a.m.div_ceil(TOKENS)),
                 WARPS * 32,
                 tiled_shared_bytes(a.hs),
             ),
-            PromptKernel::Mma(_) => {
+            PromptKernel::Mma(name) => {
                 let splits = a.cache.capacity.div_ceil(MMA_SPAN);
+                let rows = a.m * (a.heads / a.kv_heads.max(1));
                 let grid = (splits, a.kv_heads, rows.div_ceil(MMA_ROWS));
-                (Some(MMA_SPAN), splits, grid, 128, mma_shared_bytes(a.hs))
+                (
+                    name,
+                    Some(MMA_SPAN),
+                    splits,
+                    grid,
+                    128,
+                    mma_shared_bytes(a.hs),
+                )
             }
-        };
-        let name = match kernel {
-            PromptKernel::Split => "attention_f32",
-            PromptKernel::Tiled => "attention_tiled_f32",
-            PromptKernel::Mma(name) => name,
         };
         let sp = int("splits", splits)?;
         let grid = (

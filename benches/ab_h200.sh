@@ -10,7 +10,8 @@
 #     VARIANT  NAME:ENV=VALUE,ENV=VALUE  (NAME: alone for no variables), e.g.
 #              "base: nopdl:GENAI_BRIDGE_PDL=0 onewave:GENAI_BRIDGE_DECODE_GEMV=onewave";
 #              a '+' in a value stands for a space, for several NVRTC defines:
-#              "pipe:GENAI_BRIDGE_NVRTC_DEFINES=I4M_PIPE=1+I4M_ROUND=2"
+#              "pipe:GENAI_BRIDGE_NVRTC_DEFINES=I4M_PIPE=1+I4M_ROUND=2";
+#              BIN=PATH in a variant runs that binary instead (an older build side by side)
 # Environment: BIN (carry/cuda/genai-bridge), PROMPT_TOKENS (128), DECODE_TOKENS (256), RUNS (2),
 # LIMIT_S (150, per run), and the usual LD_LIBRARY_PATH / GENAI_BRIDGE_KERNEL_CACHE.
 set -uo pipefail
@@ -27,9 +28,13 @@ for r in $(seq 1 "$rounds"); do
             IFS=, read -ra words <<<"$envs"
             words=("${words[@]//+/ }")
             envs="${words[*]}"
+            bin=$BIN vars=()
+            for w in "${words[@]}"; do
+                if [[ $w == BIN=* ]]; then bin=${w#BIN=}; else vars+=("$w"); fi
+            done
             dir="$MODELS/$model"
             [[ -f "$dir/genai_config.json" ]] || { echo "no model at $dir"; continue; }
-            env "${words[@]}" timeout "${LIMIT_S:-150}" "$BIN" bench "$dir" --backend native --device cuda \
+            env "${vars[@]}" timeout "${LIMIT_S:-150}" "$bin" bench "$dir" --backend native --device cuda \
                 --prompt-tokens "${PROMPT_TOKENS:-128}" --decode-tokens "${DECODE_TOKENS:-256}" \
                 --runs "${RUNS:-2}" --json >"$OUT/ab.out" 2>"$OUT/ab.err"
             rc=$?

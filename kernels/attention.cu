@@ -276,8 +276,8 @@ extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
 }
 
 // Merges, for token t and head h (grid (heads, m)), the partials of the splits (of `span`
-// positions each) that hold keys of the token's range, in split order, into out `[m, heads * hs]`
-// rounded to the activations' precision.
+// positions each; 0: prompt_span's, of `splits` spans) that hold keys of the token's range, in
+// split order, into out `[m, heads * hs]` rounded to the activations' precision.
 extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
                                                const float* __restrict__ part,
                                                float* __restrict__ out, int heads, int hs,
@@ -285,6 +285,7 @@ extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
     pdl_enter();
     int h = blockIdx.x, t = blockIdx.y;
     int p = step[0] + t;
+    if (span == 0) span = prompt_span(step, splits);
     int s0 = attention_lo(p, window) / span, s1 = p / span;
     const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
     float mx = NEG_INF;

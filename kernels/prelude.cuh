@@ -65,6 +65,15 @@ __device__ __forceinline__ int attention_lo(int p, int window) {
     return window > 0 ? max(0, p + 1 - window) : 0;
 }
 
+// Positions one tensor-core prompt block covers (attention_mma.cu) and its merge reads: the
+// pass's keys (step = [past, new, ..]: past + new) cut into `spans` pieces, rounded up to 64.
+// Read from device memory, so a captured pass cuts the keys of the position it replays at.
+__device__ __forceinline__ int prompt_span(const int* __restrict__ step, int spans) {
+    int keys = step[0] + step[1];
+    int span = (keys + spans - 1) / spans;
+    return max(64, (span + 63) / 64 * 64);
+}
+
 // Bytes of one cache element.
 __device__ __forceinline__ int kv_bytes(int kv) { return kv == 0 ? 4 : 2; }
 

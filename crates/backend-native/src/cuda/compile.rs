@@ -56,8 +56,10 @@ pub const SOURCES: &[Source] = &[
         family: "attention_mma",
         code: include_str!("../../../../kernels/attention_mma.cu"),
         symbols: &[
+            "attention_mma_f16_64",
             "attention_mma_f16_128",
             "attention_mma_f16_256",
+            "attention_mma_bf16_64",
             "attention_mma_bf16_128",
             "attention_mma_bf16_256",
         ],

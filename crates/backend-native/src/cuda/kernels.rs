@@ -27,7 +27,7 @@ pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
-pub(crate) use prompt::{PromptAttention, PromptKernel};
+pub(crate) use prompt::{PromptAttention, PromptKernel, mma_spans};
 pub(crate) use rows::ARGMAX_PARTS;
 
 /// A device address (0 for an absent optional argument).

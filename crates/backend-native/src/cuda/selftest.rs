@@ -322,13 +322,28 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
         softcap,
         act: 0,
     };
-    // Each kernel that takes a cache of this kind, and the kernel if it runs this shape here.
+    // Each kernel that takes a cache of this kind, and the kernel if it runs this shape here;
+    // the tensor-core kernel with the spans it plans, with as many as the partials hold (the
+    // shortest spans) and with the fewest it allows (the longest).
     let mut kernels = Vec::new();
     if kv != KvKind::F32 {
-        kernels.push(("tensor-core", ops.mma_entry(kv, hs).map(PromptKernel::Mma)));
+        for (label, spans) in [
+            ("planned", ops.mma_planned_spans(&a)),
+            ("most", splits),
+            (
+                "fewest",
+                crate::cuda::kernels::mma_spans(usize::MAX, 1, cap, splits),
+            ),
+        ] {
+            let mma = ops
+                .mma_entry(kv, hs)
+                .map(|name| PromptKernel::Mma(name, spans));
+            kernels.push((format!("tensor-core, {label} spans: {spans}"), mma));
+        }
     }
-    kernels.push(("tiled", ops.tiled_fits(hs).then_some(PromptKernel::Tiled)));
-    kernels.push(("split", Some(PromptKernel::Split)));
+    let tiled = ops.tiled_fits(hs).then_some(PromptKernel::Tiled);
+    kernels.push(("tiled".to_string(), tiled));
+    kernels.push(("split".to_string(), Some(PromptKernel::Split)));
     let mut checks = Vec::new();
     for (label, kernel) in kernels {
         let name = format!(

@@ -1,7 +1,8 @@
 //! Prompt attention (more than one token a step, or heads the decode kernel does not take):
 //! which kernel runs, its shared memory, grid and launch. Three kernels, best first:
 //! - `attention_mma_*` (kernels/attention_mma.cu): tensor cores, for a KV cache in the
-//!   activations' half precision on sm_80 and later; 64 positions a block, 16 rows a warp.
+//!   activations' half precision on sm_80 and later; 64 rows a block, 16 a warp, over one of
+//!   [`mma_spans`] spans of the pass's positions.
 //! - `attention_tiled_f32` (kernels/attention.cu): a block stages one split's keys and values
 //!   once for 16 tokens and every query head of a KV head; any cache kind.
 //! - `attention_f32`: one block per 32 positions, head and token, for head sizes whose stage
@@ -24,9 +25,14 @@ const WARPS: usize = 8;
 const CHUNK: usize = 32;
 /// Rows ((token, head) pairs) one tensor-core block takes (`AM_ROWS`), 16 a warp.
 const MMA_ROWS: usize = 64;
-/// Positions one tensor-core block covers (`AM_SPAN`), and keys a stage holds (`AM_KEYS`).
-const MMA_SPAN: usize = 64;
+/// Keys a tensor-core stage holds (`AM_KEYS`).
 const MMA_KEYS: usize = 32;
+/// Tensor-core blocks an SM should get in all (about two waves at four resident blocks of
+/// head size 128), which sets how many spans a pass's keys are cut into.
+const MMA_BLOCKS_PER_SM: usize = 8;
+/// Most positions one tensor-core block covers: one f32 running sum over longer spans drifts
+/// past 1e-5 of the f32 reference (3,637 keys: 1.07e-5, H200 round 33).
+const MMA_SPAN_MAX: usize = 2048;
 /// Halves of padding after each staged row (`AM_PAD`).
 const MMA_PAD: usize = 8;
 
@@ -34,10 +40,12 @@ const MMA_PAD: usize = 8;
 /// (no tensor cores); unset, the best kernel that fits (A/B switch).
 pub const PROMPT_ATTENTION_ENV: &str = "GENAI_BRIDGE_PROMPT_ATTENTION";
 
-/// The tensor-core entries: cache kind, largest head size, name.
-const MMA_ENTRIES: [(KvKind, usize, &str); 4] = [
+/// The tensor-core entries: cache kind, largest head size, name (the smallest that fits runs).
+const MMA_ENTRIES: [(KvKind, usize, &str); 6] = [
+    (KvKind::F16, 64, "attention_mma_f16_64"),
     (KvKind::F16, 128, "attention_mma_f16_128"),
     (KvKind::F16, 256, "attention_mma_f16_256"),
+    (KvKind::Bf16, 64, "attention_mma_bf16_64"),
     (KvKind::Bf16, 128, "attention_mma_bf16_128"),
     (KvKind::Bf16, 256, "attention_mma_bf16_256"),
 ];
@@ -70,10 +78,22 @@ pub(crate) fn tiled_shared_bytes(hs: usize) -> usize {
     4 * (CHUNK * (2 * hs + 1) + WARPS * (hs + CHUNK))
 }
 
-/// Dynamic shared memory of a tensor-core block (`am_shared_bytes`): q of its rows and a
-/// stage of keys as halves, the stage's values transposed.
+/// Dynamic shared memory of a tensor-core block (`am_shared_bytes`): q of its rows, then two
+/// stages of keys and values, every row `hs + MMA_PAD` halves.
 pub(crate) fn mma_shared_bytes(hs: usize) -> usize {
-    2 * ((MMA_ROWS + MMA_KEYS) * (hs + MMA_PAD) + hs * (MMA_KEYS + MMA_PAD))
+    2 * (MMA_ROWS + 4 * MMA_KEYS) * (hs + MMA_PAD)
+}
+
+/// Spans the tensor-core kernel cuts a pass's keys into (the device sizes them from the step
+/// scalars, `prompt_span`): enough that `blocks_per_span` blocks each make
+/// [`MMA_BLOCKS_PER_SM`] blocks an SM over `sms` SMs (fewer, longer spans read q and write
+/// partials fewer times), and that no span of a `capacity`-position cache is longer than
+/// [`MMA_SPAN_MAX`]; at most `room` (the partials' buffer) and at least one. Any number gives
+/// the same attention up to summation order.
+pub(crate) fn mma_spans(blocks_per_span: usize, sms: usize, capacity: usize, room: usize) -> usize {
+    let for_waves = (MMA_BLOCKS_PER_SM * sms.max(1)).div_ceil(blocks_per_span.max(1));
+    let for_length = capacity.div_ceil(MMA_SPAN_MAX);
+    for_waves.max(for_length).min(room).max(1)
 }
 
 /// What the prompt kernels may use on this device.
@@ -179,10 +199,16 @@ pub(crate) struct PromptAttention {
     pub act: i32,
 }
 
-/// Which kernel runs a prompt attention (`Ops::prompt_kernel`).
+/// Whether the tensor-core kernel can read `a`'s q four floats at a time (16-byte aligned rows).
+fn mma_reads_q(a: &PromptAttention) -> bool {
+    a.qkv.is_multiple_of(16) && a.ld.is_multiple_of(4)
+}
+
+/// Which kernel runs a prompt attention (`Ops::prompt_kernel`); the tensor-core entry with
+/// the number of spans it cuts the pass's keys into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PromptKernel {
-    Mma(&'static str),
+    Mma(&'static str, usize),
     Tiled,
     Split,
 }
@@ -191,13 +217,26 @@ impl Ops<'_> {
     /// The kernel [`Ops::attention`] runs `a` with here.
     pub(crate) fn prompt_kernel(&self, a: &PromptAttention) -> PromptKernel {
         let p = &self.k.prompt;
-        if let Some(name) = p.mma_entry(a.cache.kind, a.hs, a.act) {
-            PromptKernel::Mma(name)
+        if let Some(name) = p.mma_entry(a.cache.kind, a.hs, a.act)
+            && mma_reads_q(a)
+        {
+            PromptKernel::Mma(name, self.mma_planned_spans(a))
         } else if p.tiled_fits(a.hs) {
             PromptKernel::Tiled
         } else {
             PromptKernel::Split
         }
+    }
+
+    /// Tensor-core blocks of 64 rows that `a`'s (token, query head) rows of one KV head fill.
+    fn mma_row_blocks(&self, a: &PromptAttention) -> usize {
+        (a.m * (a.heads / a.kv_heads.max(1))).div_ceil(MMA_ROWS)
+    }
+
+    /// The spans [`mma_spans`] plans for `a` on this device.
+    pub(crate) fn mma_planned_spans(&self, a: &PromptAttention) -> usize {
+        let blocks = a.kv_heads * self.mma_row_blocks(a);
+        mma_spans(blocks, self.k.sms, a.cache.capacity, a.splits)
     }
 
     /// The tensor-core entry for a cache of `kind` and head size `hs` with q rounded to the
@@ -262,18 +301,22 @@ impl Ops<'_> {
                 WARPS * 32,
                 tiled_shared_bytes(a.hs),
             ),
-            PromptKernel::Mma(name) => {
-                let splits = a.cache.capacity.div_ceil(MMA_SPAN);
-                let rows = a.m * (a.heads / a.kv_heads.max(1));
-                let grid = (splits, a.kv_heads, rows.div_ceil(MMA_ROWS));
-                (
-                    name,
-                    Some(MMA_SPAN),
-                    splits,
-                    grid,
-                    128,
-                    mma_shared_bytes(a.hs),
-                )
+            PromptKernel::Mma(name, spans) => {
+                if !mma_reads_q(a) {
+                    return Err(Error::Invalid {
+                        what: "prompt attention",
+                        why: format!("q at {:#x} in rows of {} floats", a.qkv, a.ld),
+                    });
+                }
+                if spans == 0 || spans > a.splits {
+                    return Err(Error::Invalid {
+                        what: "prompt attention",
+                        why: format!("{spans} spans of partials, room for {}", a.splits),
+                    });
+                }
+                let grid = (spans, a.kv_heads, self.mma_row_blocks(a));
+                // Span 0: the merge sizes the spans as the kernel does (`prompt_span`).
+                (name, Some(0), spans, grid, 128, mma_shared_bytes(a.hs))
             }
         };
         let sp = int("splits", splits)?;
@@ -310,7 +353,7 @@ impl Ops<'_> {
                 params.extend([param(&out), param(&counts), param(&act), param(&kv)])
             }
             PromptKernel::Tiled => params.extend([param(&m), param(&kv)]),
-            PromptKernel::Mma(_) => params.push(param(&m)),
+            PromptKernel::Mma(..) => params.push(param(&m)),
         }
         // SAFETY: `params` follows the kernel's C signature in kernels/attention.cu or
         // attention_mma.cu (the first 14 arguments are shared, then the kernel's own), each
@@ -359,7 +402,6 @@ mod tests {
             (&tiled, "AT_WARPS", WARPS),
             (&tiled, "ATTN_CHUNK", CHUNK),
             (&mma, "AM_ROWS", MMA_ROWS),
-            (&mma, "AM_SPAN", MMA_SPAN),
             (&mma, "AM_KEYS", MMA_KEYS),
             (&mma, "AM_PAD", MMA_PAD),
         ] {
@@ -390,9 +432,9 @@ mod tests {
         assert_eq!(tiled_shared_bytes(128), 4 * (32 * 257 + 8 * 160));
         assert!(tiled_shared_bytes(128) <= 48 * 1024 - 1024); // no opt-in needed
         assert!(tiled_shared_bytes(256) > 48 * 1024); // opt-in (or the split kernel)
-        // 96 rows of 136 halves, 128 value rows of 40 halves.
-        assert_eq!(mma_shared_bytes(128), 2 * (96 * 136 + 128 * 40));
-        assert!(mma_shared_bytes(128) <= 48 * 1024);
+        // 64 q rows and two stages of 32 keys and 32 values, 136 halves each.
+        assert_eq!(mma_shared_bytes(128), 2 * 192 * 136);
+        assert!(mma_shared_bytes(64) <= 48 * 1024 && mma_shared_bytes(128) > 48 * 1024);
         assert_eq!(PromptMode::parse(None).ok(), Some(PromptMode::Best));
         assert_eq!(
             PromptMode::parse(Some("split")).ok(),
@@ -406,6 +448,20 @@ mod tests {
     }
 
     #[test]
+    fn spans_make_two_waves_and_bound_their_length() {
+        // Llama-3-8B's 256-token chunks on 132 SMs: 8 KV heads x 16 row blocks make 128 blocks
+        // a span, so 9 spans (1,056 blocks).
+        assert_eq!(mma_spans(128, 132, 3840, 120), 9);
+        // Few rows: as many spans as the partials hold.
+        assert_eq!(mma_spans(1, 132, 600, 19), 19);
+        assert_eq!(mma_spans(0, 0, 0, 0), 1);
+        // Many rows: one span, unless the cache is longer than the longest span.
+        assert_eq!(mma_spans(2000, 132, 2048, 64), 1);
+        assert_eq!(mma_spans(2000, 132, 2049, 65), 2);
+        assert_eq!(mma_spans(2000, 132, 131_072, 4096), 64);
+    }
+
+    #[test]
     fn the_tensor_core_entry_needs_exact_operands_and_a_fitting_stage() {
         let mut device = PromptDevice {
             tiled_max: 48 * 1024,
@@ -413,7 +469,7 @@ mod tests {
         };
         assert_eq!(device.mma_entry(KvKind::F16, 128, 1), None, "none probed");
         for (_, _, name) in MMA_ENTRIES {
-            device.mma_max.insert(name, 48 * 1024);
+            device.mma_max.insert(name, 64 * 1024);
         }
         assert_eq!(
             device.mma_entry(KvKind::F16, 128, 1),
@@ -421,6 +477,10 @@ mod tests {
         );
         assert_eq!(
             device.mma_entry(KvKind::Bf16, 64, 2),
+            Some("attention_mma_bf16_64")
+        );
+        assert_eq!(
+            device.mma_entry(KvKind::Bf16, 80, 2),
             Some("attention_mma_bf16_128")
         );
         assert_eq!(device.mma_entry(KvKind::F16, 128, 0), None, "q in f32");
@@ -431,7 +491,7 @@ mod tests {
             None,
             "not a multiple of 16"
         );
-        // Head size 256 needs ~71 KB: not without the opt-in.
+        // Head size 256 needs ~99 KB: not in 64 KB.
         assert_eq!(device.mma_entry(KvKind::F16, 256, 1), None);
         device.mma_max.insert("attention_mma_f16_256", 200 * 1024);
         assert_eq!(

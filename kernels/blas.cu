@@ -3,10 +3,33 @@
 // buffer, the same as the GEMV kernels' (linear_store and split_reduce_store in prelude.cuh),
 // and the dequantisation of 4-bit (MatMulNBits) weights that a GEMM reads.
 
+// Whether four floats at a time may be read at x (rows ldx apart) and written at y (rows ldy
+// apart, `bytes` a value), with rows of a multiple of four values and fewer than 2^31 quads.
+__device__ __forceinline__ bool quads_fit(const void* x, int ldx, const void* y, int ldy,
+                                          int bytes, int m, int cols) {
+    return (cols & 3) == 0 && (ldx & 3) == 0 && (ldy & 3) == 0 && ((size_t)x & 15) == 0 &&
+           ((size_t)y & (4 * bytes - 1)) == 0 && (size_t)m * (cols / 4) < (1u << 31);
+}
+
 // out [m, k] (rows k apart) = x [m, k] (rows ldx apart) rounded to nearest even in f16 (bf 0)
-// or bf16 (bf 1).
+// or bf16 (bf 1). Four values a thread where the rows allow (the same values, fewer index
+// divisions and loads).
 __device__ __forceinline__ void cast_rows(const float* x, int ldx, u16* out, int m, int k,
                                           bool bf) {
+    if (quads_fit(x, ldx, out, k, 2, m, k)) {
+        unsigned quads = (unsigned)k / 4, total = (unsigned)m * quads;
+        unsigned stride = gridDim.x * blockDim.x;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+            unsigned r = i / quads, c = 4 * (i - r * quads);
+            float4 v = *(const float4*)(x + (size_t)r * ldx + c);
+            u32 lo = bf ? (u32)f32_to_bf16(v.x) | ((u32)f32_to_bf16(v.y) << 16)
+                        : (u32)f32_to_f16(v.x) | ((u32)f32_to_f16(v.y) << 16);
+            u32 hi = bf ? (u32)f32_to_bf16(v.z) | ((u32)f32_to_bf16(v.w) << 16)
+                        : (u32)f32_to_f16(v.z) | ((u32)f32_to_f16(v.w) << 16);
+            *(uint2*)(out + (size_t)r * k + c) = make_uint2(lo, hi);
+        }
+        return;
+    }
     size_t total = (size_t)m * k;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -34,6 +57,36 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
                                              int ldy, int m, int n, int act, int glu) {
     pdl_enter();
     int cols = glu >= 0 ? n / 2 : n;
+    // Four outputs a thread where the rows allow: the same values, fewer index divisions.
+    if (quads_fit(acc, n, y, ldy, 4, m, cols)) {
+        unsigned quads = (unsigned)cols / 4, total = (unsigned)m * quads;
+        unsigned stride = gridDim.x * blockDim.x;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+            unsigned r = i / quads, c = 4 * (i - r * quads);
+            const float* a = acc + (size_t)r * n;
+            float* out = y + (size_t)r * ldy + c;
+            float o[4];
+            if (glu >= 0) {
+                float4 p = *(const float4*)(a + 2 * c), q = *(const float4*)(a + 2 * c + 4);
+                float g[4] = {p.x, p.z, q.x, q.z}, u[4] = {p.y, p.w, q.y, q.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    if (bias) {
+                        g[e] += bias[2 * (c + e)];
+                        u[e] += bias[2 * (c + e) + 1];
+                    }
+                    o[e] = activation_outlined(g[e], glu) * u[e];
+                }
+            } else {
+                float4 p = *(const float4*)(a + c);
+                float v[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) linear_store(v[e], bias, c + e, act, &o[e]);
+            }
+            *(float4*)out = make_float4(o[0], o[1], o[2], o[3]);
+        }
+        return;
+    }
     size_t total = (size_t)m * cols;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {

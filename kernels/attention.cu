@@ -130,9 +130,11 @@ __device__ __forceinline__ void attention_split(AttnShared& sh,
     }
 }
 
-// Merges the splits of one (token, head) into `dst` (all threads of the block, over d).
-__device__ __forceinline__ void combine(const volatile float* pp, float* __restrict__ dst, int hs,
-                                        int splits, int act) {
+// Merges the splits of one (token, head) into `dst` (all threads of the block, over d); P is
+// `const volatile float*` where other blocks of the same launch wrote the partials.
+template <typename P>
+__device__ __forceinline__ void combine(P pp, float* __restrict__ dst, int hs, int splits,
+                                        int act) {
     float mx = NEG_INF;
     for (int i = 0; i < splits; i++) mx = fmaxf(mx, pp[(size_t)i * (hs + 2)]);
     float total = 0.0f;
@@ -182,7 +184,7 @@ extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
     __syncthreads();
     if (!last) return;
     __threadfence();
-    const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
+    const volatile float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
     combine(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act);
     if (threadIdx.x == 0) *count = 0;
 }
@@ -287,21 +289,7 @@ extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
     int p = step[0] + t;
     if (span == 0) span = prompt_span(step, splits);
     int s0 = attention_lo(p, window) / span, s1 = p / span;
-    const float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
-    float mx = NEG_INF;
-    for (int s = s0; s <= s1; s++) mx = fmaxf(mx, pp[(size_t)s * (hs + 2)]);
-    float total = 0.0f;
-    for (int s = s0; s <= s1; s++) {
-        const float* ps = pp + (size_t)s * (hs + 2);
-        total += ps[1] * expf(ps[0] - mx);
-    }
-    float inv = 1.0f / total;
-    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int s = s0; s <= s1; s++) {
-            const float* ps = pp + (size_t)s * (hs + 2);
-            acc += ps[2 + d] * expf(ps[0] - mx);
-        }
-        out[((size_t)t * heads + h) * hs + d] = round_act(acc * inv, act);
-    }
+    // Every split s0 .. s1 holds a key of the token's range, so none has a max of NEG_INF.
+    const float* pp = part + (((size_t)t * heads + h) * splits + s0) * (hs + 2);
+    combine(pp, out + ((size_t)t * heads + h) * hs, hs, s1 - s0 + 1, act);
 }

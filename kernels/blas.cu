@@ -11,6 +11,21 @@ __device__ __forceinline__ bool quads_fit(const void* x, int ldx, const void* y,
            ((size_t)y & (4 * bytes - 1)) == 0 && (size_t)m * (cols / 4) < (1u << 31);
 }
 
+// x rounded to nearest even in f16 (bf false) or bf16 (bf true), as its bits.
+__device__ __forceinline__ u32 half_bits(float x, bool bf) {
+    return bf ? f32_to_bf16(x) : f32_to_f16(x);
+}
+
+// The GLU output of one (gate, up) column pair c of a GEMM's sums: activation(gate + b, glu) *
+// (up + b), no rounding (split_reduce_store's).
+__device__ __forceinline__ float glu_pair(float g, float u, const float* bias, int c, int glu) {
+    if (bias) {
+        g += bias[2 * c];
+        u += bias[2 * c + 1];
+    }
+    return activation_outlined(g, glu) * u;
+}
+
 // out [m, k] (rows k apart) = x [m, k] (rows ldx apart) rounded to nearest even in f16 (bf 0)
 // or bf16 (bf 1). Four values a thread where the rows allow (the same values, fewer index
 // divisions and loads).
@@ -22,10 +37,8 @@ __device__ __forceinline__ void cast_rows(const float* x, int ldx, u16* out, int
         for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
             unsigned r = i / quads, c = 4 * (i - r * quads);
             float4 v = *(const float4*)(x + (size_t)r * ldx + c);
-            u32 lo = bf ? (u32)f32_to_bf16(v.x) | ((u32)f32_to_bf16(v.y) << 16)
-                        : (u32)f32_to_f16(v.x) | ((u32)f32_to_f16(v.y) << 16);
-            u32 hi = bf ? (u32)f32_to_bf16(v.z) | ((u32)f32_to_bf16(v.w) << 16)
-                        : (u32)f32_to_f16(v.z) | ((u32)f32_to_f16(v.w) << 16);
+            u32 lo = half_bits(v.x, bf) | (half_bits(v.y, bf) << 16);
+            u32 hi = half_bits(v.z, bf) | (half_bits(v.w, bf) << 16);
             *(uint2*)(out + (size_t)r * k + c) = make_uint2(lo, hi);
         }
         return;
@@ -35,7 +48,7 @@ __device__ __forceinline__ void cast_rows(const float* x, int ldx, u16* out, int
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
         size_t r = i / k, c = i % k;
         float v = x[r * ldx + c];
-        out[i] = bf ? f32_to_bf16(v) : f32_to_f16(v);
+        out[i] = (u16)half_bits(v, bf);
     }
 }
 
@@ -70,13 +83,7 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
                 float4 p = *(const float4*)(a + 2 * c), q = *(const float4*)(a + 2 * c + 4);
                 float g[4] = {p.x, p.z, q.x, q.z}, u[4] = {p.y, p.w, q.y, q.w};
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    if (bias) {
-                        g[e] += bias[2 * (c + e)];
-                        u[e] += bias[2 * (c + e) + 1];
-                    }
-                    o[e] = activation_outlined(g[e], glu) * u[e];
-                }
+                for (int e = 0; e < 4; e++) o[e] = glu_pair(g[e], u[e], bias, c + e, glu);
             } else {
                 float4 p = *(const float4*)(a + c);
                 float v[4] = {p.x, p.y, p.z, p.w};
@@ -95,12 +102,7 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
         const float* a = acc + r * n;
         float* out = y + r * ldy + c;
         if (glu >= 0) {
-            float g = a[2 * c], u = a[2 * c + 1];
-            if (bias) {
-                g += bias[2 * c];
-                u += bias[2 * c + 1];
-            }
-            *out = activation_outlined(g, glu) * u;
+            *out = glu_pair(a[2 * c], a[2 * c + 1], bias, c, glu);
         } else {
             linear_store(a[c], bias, c, act, out);
         }
@@ -117,7 +119,7 @@ __device__ __forceinline__ void dequant_store(void* out, size_t i, float w, int 
     if (ty == 0)
         ((float*)out)[i] = w;
     else
-        ((u16*)out)[i] = ty == 2 ? f32_to_bf16(w) : f32_to_f16(w);
+        ((u16*)out)[i] = (u16)half_bits(w, ty == 2);
 }
 
 __device__ __forceinline__ void dequant_int4(const u8* packed, const float* scales,

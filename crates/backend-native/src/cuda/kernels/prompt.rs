@@ -13,6 +13,7 @@
 use super::{
     DevPtr, KvCache, KvKind, Ops, cfg, dynamic_shared_max, grid_dim, int, launch, launch_raw, param,
 };
+use crate::cuda::state::ATTN_CHUNK;
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
@@ -21,10 +22,10 @@ use std::collections::HashMap;
 const TOKENS: usize = 16;
 /// Warps per tiled block (`AT_WARPS`).
 const WARPS: usize = 8;
-/// Positions one split of the split and tiled kernels covers (`ATTN_CHUNK`).
-const CHUNK: usize = 32;
 /// Rows ((token, head) pairs) one tensor-core block takes (`AM_ROWS`), 16 a warp.
 const MMA_ROWS: usize = 64;
+/// Threads of a tensor-core block (`AM_WARPS * 32`).
+const MMA_THREADS: usize = MMA_ROWS / 16 * 32;
 /// Keys a tensor-core stage holds (`AM_KEYS`).
 const MMA_KEYS: usize = 32;
 /// Tensor-core blocks an SM should get in all (about two waves at four resident blocks of
@@ -75,7 +76,7 @@ impl PromptMode {
 /// Dynamic shared memory of a tiled block (`at_shared_floats`): one split's K rows padded to
 /// `hs + 1` floats, its V rows, and each warp's q row and weights.
 pub(crate) fn tiled_shared_bytes(hs: usize) -> usize {
-    4 * (CHUNK * (2 * hs + 1) + WARPS * (hs + CHUNK))
+    4 * (ATTN_CHUNK * (2 * hs + 1) + WARPS * (hs + ATTN_CHUNK))
 }
 
 /// Dynamic shared memory of a tensor-core block (`am_shared_bytes`): q of its rows, then two
@@ -295,7 +296,7 @@ impl Ops<'_> {
             ),
             PromptKernel::Tiled => (
                 "attention_tiled_f32",
-                Some(CHUNK),
+                Some(ATTN_CHUNK),
                 a.splits,
                 (a.splits, a.kv_heads, a.m.div_ceil(TOKENS)),
                 WARPS * 32,
@@ -316,7 +317,14 @@ impl Ops<'_> {
                 }
                 let grid = (spans, a.kv_heads, self.mma_row_blocks(a));
                 // Span 0: the merge sizes the spans as the kernel does (`prompt_span`).
-                (name, Some(0), spans, grid, 128, mma_shared_bytes(a.hs))
+                (
+                    name,
+                    Some(0),
+                    spans,
+                    grid,
+                    MMA_THREADS,
+                    mma_shared_bytes(a.hs),
+                )
             }
         };
         let sp = int("splits", splits)?;
@@ -400,7 +408,7 @@ mod tests {
         for (source, name, value) in [
             (&tiled, "AT_TOKENS", TOKENS),
             (&tiled, "AT_WARPS", WARPS),
-            (&tiled, "ATTN_CHUNK", CHUNK),
+            (&tiled, "ATTN_CHUNK", ATTN_CHUNK),
             (&mma, "AM_ROWS", MMA_ROWS),
             (&mma, "AM_KEYS", MMA_KEYS),
             (&mma, "AM_PAD", MMA_PAD),

@@ -130,11 +130,12 @@ __device__ __forceinline__ void attention_split(AttnShared& sh,
     }
 }
 
-// Merges the splits of one (token, head) into `dst` (all threads of the block, over d); P is
+// Merges the splits of one (token, head) into `dst` (all threads of the block, over d), and
+// where `half` is not null the same values rounded to f16 (half_bf 0) or bf16 (1) into it; P is
 // `const volatile float*` where other blocks of the same launch wrote the partials.
 template <typename P>
 __device__ __forceinline__ void combine(P pp, float* __restrict__ dst, int hs, int splits,
-                                        int act) {
+                                        int act, u16* __restrict__ half, int half_bf) {
     float mx = NEG_INF;
     for (int i = 0; i < splits; i++) mx = fmaxf(mx, pp[(size_t)i * (hs + 2)]);
     float total = 0.0f;
@@ -145,11 +146,15 @@ __device__ __forceinline__ void combine(P pp, float* __restrict__ dst, int hs, i
     float inv = 1.0f / total;
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
         float acc = 0.0f;
+        // Unrolled for the loads in flight; the sum keeps split order.
+#pragma unroll 4
         for (int i = 0; i < splits; i++) {
             float m = pp[(size_t)i * (hs + 2)];
             if (m != NEG_INF) acc += pp[(size_t)i * (hs + 2) + 2 + d] * expf(m - mx);
         }
-        dst[d] = round_act(acc * inv, act);
+        float y = round_act(acc * inv, act);
+        dst[d] = y;
+        if (half) half[d] = (u16)half_bits(y, half_bf);
     }
 }
 
@@ -185,7 +190,7 @@ extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
     if (!last) return;
     __threadfence();
     const volatile float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
-    combine(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act);
+    combine(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act, nullptr, 0);
     if (threadIdx.x == 0) *count = 0;
 }
 
@@ -279,11 +284,13 @@ extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
 
 // Merges, for token t and head h (grid (heads, m)), the partials of the splits (of `span`
 // positions each; 0: prompt_span's, of `splits` spans) that hold keys of the token's range, in
-// split order, into out `[m, heads * hs]` rounded to the activations' precision.
+// split order, into out `[m, heads * hs]` rounded to the activations' precision; where `half`
+// is not null, also into it rounded to f16 (half_bf 0) or bf16 (1), for the GEMM after it.
 extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
                                                const float* __restrict__ part,
                                                float* __restrict__ out, int heads, int hs,
-                                               int splits, int span, int window, int act) {
+                                               int splits, int span, int window, int act,
+                                               u16* __restrict__ half, int half_bf) {
     pdl_enter();
     int h = blockIdx.x, t = blockIdx.y;
     int p = step[0] + t;
@@ -291,5 +298,6 @@ extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
     int s0 = attention_lo(p, window) / span, s1 = p / span;
     // Every split s0 .. s1 holds a key of the token's range, so none has a max of NEG_INF.
     const float* pp = part + (((size_t)t * heads + h) * splits + s0) * (hs + 2);
-    combine(pp, out + ((size_t)t * heads + h) * hs, hs, s1 - s0 + 1, act);
+    size_t row = ((size_t)t * heads + h) * hs;
+    combine(pp, out + row, hs, s1 - s0 + 1, act, half ? half + row : nullptr, half_bf);
 }

@@ -11,11 +11,6 @@ __device__ __forceinline__ bool quads_fit(const void* x, int ldx, const void* y,
            ((size_t)y & (4 * bytes - 1)) == 0 && (size_t)m * (cols / 4) < (1u << 31);
 }
 
-// x rounded to nearest even in f16 (bf false) or bf16 (bf true), as its bits.
-__device__ __forceinline__ u32 half_bits(float x, bool bf) {
-    return bf ? f32_to_bf16(x) : f32_to_f16(x);
-}
-
 // The GLU output of one (gate, up) column pair c of a GEMM's sums: activation(gate + b, glu) *
 // (up + b), no rounding (split_reduce_store's).
 __device__ __forceinline__ float glu_pair(float g, float u, const float* bias, int c, int glu) {
@@ -65,13 +60,16 @@ extern "C" __global__ void cast_rows_bf16(const float* x, int ldx, u16* out, int
 // y (rows ldy apart) from the GEMM's sums acc [m, n] (rows n apart). glu < 0: y [m, n], each
 // value through linear_store (bias; with act != 0, round(acc) then round(+ bias)). glu >= 0:
 // the n columns are (gate, up) pairs and y [m, n / 2] gets activation(gate + b, glu) * (up + b)
-// with no rounding, as split_reduce_store.
+// with no rounding, as split_reduce_store. Where `half` is not null, y is also written there
+// rounded to f16 (half_bf 0) or bf16 (1), rows `cols` apart: what the cast before the next GEMM
+// would make of it.
 extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias, float* y,
-                                             int ldy, int m, int n, int act, int glu) {
+                                             int ldy, int m, int n, int act, int glu, u16* half,
+                                             int half_bf) {
     pdl_enter();
     int cols = glu >= 0 ? n / 2 : n;
     // Four outputs a thread where the rows allow: the same values, fewer index divisions.
-    if (quads_fit(acc, n, y, ldy, 4, m, cols)) {
+    if (quads_fit(acc, n, y, ldy, 4, m, cols) && ((size_t)half & 7) == 0) {
         unsigned quads = (unsigned)cols / 4, total = (unsigned)m * quads;
         unsigned stride = gridDim.x * blockDim.x;
         for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -91,6 +89,11 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
                 for (int e = 0; e < 4; e++) linear_store(v[e], bias, c + e, act, &o[e]);
             }
             *(float4*)out = make_float4(o[0], o[1], o[2], o[3]);
+            if (half) {
+                u32 lo = half_bits(o[0], half_bf) | (half_bits(o[1], half_bf) << 16);
+                u32 hi = half_bits(o[2], half_bf) | (half_bits(o[3], half_bf) << 16);
+                *(uint2*)(half + (size_t)r * cols + c) = make_uint2(lo, hi);
+            }
         }
         return;
     }
@@ -106,6 +109,7 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
         } else {
             linear_store(a[c], bias, c, act, out);
         }
+        if (half) half[i] = (u16)half_bits(*out, half_bf);
     }
 }
 

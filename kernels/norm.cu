@@ -44,14 +44,17 @@ __device__ __forceinline__ void split_row(const float (&v)[NORM_VALUES], int wid
 
 // SPLIT (one row): `out` also written split for the int4 tensor-core GEMV after it
 // (split_stride in prelude.cuh): the halves int4_mma.cu's stage would make of it, so that GEMV
-// skips its stage and gives the same bits.
-template <bool SPLIT>
+// skips its stage and gives the same bits. HALF: `out` also written rounded to f16 (half_bf 0)
+// or bf16 (1) into `half`, rows `width` apart: what a prompt GEMM's cast (blas.cu) would make
+// of it, so that GEMM skips its cast.
+template <bool SPLIT, bool HALF>
 __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
                                                const float* __restrict__ delta,
                                                const float* __restrict__ weight,
                                                const float* __restrict__ bias, float* out,
                                                int width, int per_row, int ld, float eps, int rms,
-                                               int write_sum, int act, u16* split) {
+                                               int write_sum, int act, u16* split,
+                                               u16* half, int half_bf) {
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
@@ -104,8 +107,10 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
             float o = (v[j] - mean) * inv * w[j];
             if (bias) o += b[j];
             if (write_sum) x[base + i] = round_act(v[j], act);
-            out[base + i] = round_act(o, act);
-            if (SPLIT) v[j] = round_act(o, act);
+            float y = round_act(o, act);
+            out[base + i] = y;
+            if (SPLIT) v[j] = y;
+            if (HALF) half[(size_t)r * width + i] = (u16)half_bits(y, half_bf);
         }
     }
     if (SPLIT) split_row(v, width, scratch, split);
@@ -116,8 +121,19 @@ extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __r
                                          const float* __restrict__ bias, float* out, int width,
                                          int per_row, int ld, float eps, int rms, int write_sum,
                                          int act) {
-    skip_norm_body<false>(x, delta, weight, bias, out, width, per_row, ld, eps, rms, write_sum,
-                          act, nullptr);
+    skip_norm_body<false, false>(x, delta, weight, bias, out, width, per_row, ld, eps, rms,
+                                 write_sum, act, nullptr, nullptr, 0);
+}
+
+// skip_norm_f32, its output also written rounded to 16 bits into `half` (rows width apart).
+extern "C" __global__ void skip_norm_half_f32(float* __restrict__ x,
+                                              const float* __restrict__ delta,
+                                              const float* __restrict__ weight,
+                                              const float* __restrict__ bias, float* out,
+                                              int width, int per_row, int ld, float eps, int rms,
+                                              int write_sum, int act, u16* half, int half_bf) {
+    skip_norm_body<false, true>(x, delta, weight, bias, out, width, per_row, ld, eps, rms,
+                                write_sum, act, nullptr, half, half_bf);
 }
 
 // One row (per_row 1), also written split into `split`.
@@ -127,6 +143,6 @@ extern "C" __global__ void skip_norm_split_f32(float* __restrict__ x,
                                                const float* __restrict__ bias, float* out,
                                                int width, float eps, int rms, int write_sum,
                                                int act, u16* split) {
-    skip_norm_body<true>(x, delta, weight, bias, out, width, 1, width, eps, rms, write_sum, act,
-                         split);
+    skip_norm_body<true, false>(x, delta, weight, bias, out, width, 1, width, eps, rms, write_sum,
+                                act, split, nullptr, 0);
 }

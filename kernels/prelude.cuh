@@ -36,6 +36,11 @@ __device__ __forceinline__ u16 f32_to_bf16(float f) {
     return (u16)(u >> 16);
 }
 
+// x rounded to nearest even in f16 (bf false) or bf16 (bf true), as its bits.
+__device__ __forceinline__ u32 half_bits(float x, bool bf) {
+    return bf ? f32_to_bf16(x) : f32_to_f16(x);
+}
+
 __device__ __forceinline__ float round_act(float x, int act) {
     if (act == 1) return f16_to_f32(f32_to_f16(x));
     if (act == 2) return bf16_to_f32(f32_to_bf16(x));

@@ -159,6 +159,47 @@ impl GemmType {
     }
 }
 
+/// Values also held rounded to a 16-bit GEMM type, rows of the consumer's k values apart,
+/// written by the kernel that produced them (a norm, the prompt attention's merge, a GEMM
+/// epilogue): a prompt GEMM of type `ty` reads them instead of casting x itself. They live in
+/// the cast scratch, so they hold until the next producer or cast writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HalfCopy {
+    pub ptr: DevPtr,
+    pub ty: GemmType,
+    /// Values the allocation at `ptr` holds.
+    pub len: usize,
+}
+
+impl HalfCopy {
+    /// The kernels' arguments for an optional copy: its address and 1 for bf16, 0 for f16;
+    /// (0, 0) for none.
+    pub fn args(copy: Option<HalfCopy>) -> (DevPtr, i32) {
+        copy.map_or((0, 0), |h| (h.ptr, i32::from(h.ty == GemmType::Bf16)))
+    }
+}
+
+/// The 16-bit type a value's half copy should have, given the GEMM type each of its consumers
+/// would run (`None`: that consumer reads f32 x, or runs no GEMM): the one 16-bit type among
+/// them, or none when no consumer casts or two would cast to different types (each then casts
+/// for itself).
+pub(crate) fn common_half(
+    consumers: impl IntoIterator<Item = Option<GemmType>>,
+) -> Option<GemmType> {
+    let mut found = None;
+    for ty in consumers.into_iter().flatten() {
+        if ty == GemmType::F32 {
+            continue;
+        }
+        match found {
+            None => found = Some(ty),
+            Some(t) if t != ty => return None,
+            Some(_) => {}
+        }
+    }
+    found
+}
+
 /// Values of an int4 layer's weight dequantised at once for a prompt GEMM (32 MiB at f16): a
 /// wider layer runs as several GEMMs over column slices.
 pub(crate) const DEQUANT_VALUES: usize = 16 << 20;
@@ -400,9 +441,37 @@ pub(crate) fn elementwise_blocks(total: usize) -> u32 {
     total.div_ceil(256).clamp(1, 4096) as u32
 }
 
+/// The half copies around one linear (`HalfCopy`): x's, written by the kernel before it
+/// (`x`), and where its GEMM epilogue should write y's for the GEMM after it (`y`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Halves {
+    pub x: Option<HalfCopy>,
+    pub y: Option<HalfCopy>,
+}
+
 impl Ops<'_> {
+    /// The handle a linear of `m` rows runs its GEMM on here, if it does: the pass has one,
+    /// `MIN_ROWS` rows or more, and for a layer dequantised first (`dequant`), a dequantisation
+    /// scratch.
+    pub(crate) fn gemm_blas(&self, m: usize, dequant: bool) -> Option<&Blas> {
+        self.blas
+            .filter(|b| m >= MIN_ROWS && (!dequant || b.dequant.len > 0))
+    }
+
+    /// Where a producer of `m` rows of `k` values may also write them rounded to `ty` for the
+    /// GEMMs after it (the cast scratch, where it holds them); none for f32 or no type.
+    pub(crate) fn half_copy(&self, m: usize, k: usize, ty: Option<GemmType>) -> Option<HalfCopy> {
+        let ty = ty.filter(|t| *t != GemmType::F32)?;
+        let blas = self.gemm_blas(m, false)?;
+        (m * k <= blas.cast.len).then_some(HalfCopy {
+            ptr: blas.cast.ptr,
+            ty,
+            len: blas.cast.len,
+        })
+    }
+
     /// A dense linear layer: through cuBLAS for `MIN_ROWS` rows or more when this pass has a
-    /// handle, else the GEMV kernel `kernel`.
+    /// handle, else the GEMV kernel `kernel`. Returns y's half copy if the GEMM wrote it.
     #[allow(clippy::too_many_arguments)]
     pub fn dense(
         &self,
@@ -413,10 +482,11 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
-    ) -> Result<(), Error> {
-        match (self.blas, GemmType::of(kernel)) {
-            (Some(blas), Some(ty)) if s.m >= MIN_ROWS => self.gemm(blas, ty, w, x, bias, y, s, act),
-            _ => self.gemv(kernel, w, x, bias, y, s, act),
+        halves: Halves,
+    ) -> Result<Option<HalfCopy>, Error> {
+        match (self.gemm_blas(s.m, false), GemmType::of(kernel)) {
+            (Some(blas), Some(ty)) => self.gemm(blas, ty, w, x, bias, y, s, act, halves),
+            _ => self.gemv(kernel, w, x, bias, y, s, act).map(|()| None),
         }
     }
 
@@ -432,15 +502,17 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
-    ) -> Result<(), Error> {
-        self.gemm_with(blas, ty, x, bias, y, s, act, |b, ldb, c, ldc| {
+        halves: Halves,
+    ) -> Result<Option<HalfCopy>, Error> {
+        self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
             blas.gemm(ty, ColMajor::of(s.m, s.k, s.n, ldb, ldc)?, (w, b, c))
         })
     }
 
-    /// The frame of a GEMM linear: checks, x cast to `ty` when it is 16 bits, the sums written
-    /// by `sums(b, ldb, c, ldc)` (B = x as the GEMM reads it, C = y or the scratch), then the
-    /// epilogue where the layer has one.
+    /// The frame of a GEMM linear: checks, x cast to `ty` when it is 16 bits (unless
+    /// `halves.x` holds it so), the sums written by `sums(b, ldb, c, ldc)` (B = x as the GEMM
+    /// reads it, C = y or the scratch), then the epilogue where the layer has one, which also
+    /// writes `halves.y`. Returns y's half copy if it was written.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemm_with(
         &self,
@@ -451,8 +523,9 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
+        halves: Halves,
         sums: impl FnOnce(DevPtr, usize, DevPtr, usize) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<HalfCopy>, Error> {
         let LinearShape {
             m,
             k,
@@ -472,9 +545,15 @@ impl Ops<'_> {
         if blas.stream.cu_stream() != self.stream.cu_stream() {
             return Err(bad("the cuBLAS handle issues on another stream".into()));
         }
-        let (b, ldb) = match ty.cast_kernel() {
-            None => (x, ldx),
-            Some(name) => {
+        let (b, ldb) = match (ty.cast_kernel(), halves.x) {
+            (None, _) => (x, ldx),
+            (Some(_), Some(h)) if h.ty == ty => {
+                if m * k > h.len {
+                    return Err(bad(format!("{m} × {k} values exceed x's half copy")));
+                }
+                (h.ptr, k)
+            }
+            (Some(name), _) => {
                 if m * k > blas.cast.len {
                     return Err(bad(format!("{m} × {k} values exceed the cast scratch")));
                 }
@@ -497,14 +576,17 @@ impl Ops<'_> {
         };
         sums(b, ldb, c, ldc)?;
         if !epilogue {
-            return Ok(());
+            return Ok(None);
         }
-        self.gemm_epilogue(blas.out.ptr, bias, (y, ldy), m, n, act, glu)
+        let half = halves.y.filter(|h| m * cols <= h.len);
+        self.gemm_epilogue(blas.out.ptr, bias, (y, ldy), m, n, act, glu, half)?;
+        Ok(half)
     }
 
     /// y (rows `ldy` apart) from GEMM sums `[m, n]`: `glu < 0`, `[m, n]` as `linear_store`
     /// (bias, rounding to the `act` precision); `glu >= 0`, `[m, n / 2]` act(gate) * up over
-    /// the (gate, up) column pairs.
+    /// the (gate, up) column pairs. With `half`, y is also written there rounded to its type
+    /// (rows of y's values apart).
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_epilogue(
         &self,
@@ -515,6 +597,7 @@ impl Ops<'_> {
         n: usize,
         act: i32,
         glu: i32,
+        half: Option<HalfCopy>,
     ) -> Result<(), Error> {
         let cols = if glu >= 0 { n / 2 } else { n };
         if ldy < cols || (glu >= 0 && !n.is_multiple_of(2)) {
@@ -526,7 +609,10 @@ impl Ops<'_> {
         let (mi, ni, ldyi) = (int("m", m)?, int("n", n)?, int("ldy", ldy)?);
         let f = self.k.get("gemm_epilogue_f32")?;
         let c = cfg((elementwise_blocks(m * cols), 1, 1), 256, 0);
-        launch!(self, f, c, &sums, &bias, &y, &ldyi, &mi, &ni, &act, &glu)
+        let (half, half_bf) = HalfCopy::args(half);
+        launch!(
+            self, f, c, &sums, &bias, &y, &ldyi, &mi, &ni, &act, &glu, &half, &half_bf
+        )
     }
 }
 

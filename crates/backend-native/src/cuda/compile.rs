@@ -36,7 +36,7 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "norm",
         code: include_str!("../../../../kernels/norm.cu"),
-        symbols: &["skip_norm_f32", "skip_norm_split_f32"],
+        symbols: &["skip_norm_f32", "skip_norm_split_f32", "skip_norm_half_f32"],
     },
     Source {
         family: "rotary",

@@ -7,6 +7,7 @@
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
+use crate::cuda::blas::{GemmType, HalfCopy};
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
     ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops, PromptAttention, PromptKernel,
@@ -14,12 +15,14 @@ use crate::cuda::kernels::{
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
+use halves::host_half;
 use std::sync::Arc;
 
 mod decode;
 mod epilogue;
 mod gemm;
 mod gemm_int4;
+mod halves;
 mod int4;
 mod linear;
 mod sampling;
@@ -129,6 +132,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
         checks.push(int4::check(&ctx, &mut rng, case)?);
     }
     checks.extend(split::checks(&ctx, &mut rng)?);
+    checks.extend(halves::norm_checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for case in prompt_cases() {
         checks.extend(attention(&ctx, &mut rng, case)?);
@@ -321,6 +325,23 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
         window,
         softcap,
         act: 0,
+        half: None,
+    };
+    // The second run also asks for the output's half copy: in the cache's half type (f16 for
+    // an f32 cache), as the GEMM after the attention would read it.
+    let half_ty = if kv == KvKind::Bf16 {
+        GemmType::Bf16
+    } else {
+        GemmType::F16
+    };
+    let dhalf = DevBuf::<u16>::zeros(&c.stream, m * heads * hs)?;
+    let with_half = PromptAttention {
+        half: Some(HalfCopy {
+            ptr: dhalf.ptr,
+            ty: half_ty,
+            len: m * heads * hs,
+        }),
+        ..a
     };
     // Each kernel that takes a cache of this kind, and the kernel if it runs this shape here;
     // the tensor-core kernel with the spans it plans, with as many as the partials hold (the
@@ -358,16 +379,29 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
             });
             continue;
         };
-        // Run twice: the merge must give the same bits.
-        let attend = || -> Result<Vec<f32>, Error> {
-            ops.attention_with(&a, kernel)?;
-            c.down(&out, m * heads * hs)
+        // Run twice, the second time with the half copy: the merge must give the same bits,
+        // and the copy (where the kernel has a separate merge) the output's rounding.
+        let first = ops.attention_with(&a, kernel)?;
+        let first_out = c.down(&out, m * heads * hs)?;
+        let copied = ops.attention_with(&with_half, kernel)?;
+        let again = c.down(&out, m * heads * hs)?;
+        let half_ok = match copied {
+            Some(h) => {
+                let got = c.down(&dhalf, m * heads * hs)?;
+                Some(h) == with_half.half && got == host_half(half_ty, &again)
+            }
+            None => kernel == PromptKernel::Split,
         };
-        let first = attend()?;
-        let again = attend()?;
         checks.push(Check {
-            name,
-            rel_diff: if first == again {
+            name: format!(
+                "{name}; half copy {}",
+                match (copied, half_ok) {
+                    (_, false) => "WRONG",
+                    (Some(_), true) => "as the output rounds",
+                    (None, true) => "none (merges itself)",
+                }
+            ),
+            rel_diff: if first.is_none() && first_out == again && half_ok {
                 rel(&again, &want)
             } else {
                 f32::INFINITY

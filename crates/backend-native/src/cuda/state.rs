@@ -3,15 +3,16 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::blas::{Blas, DEQUANT_VALUES, GemmScratch, GemmType};
+use crate::cuda::blas::{
+    Blas, DEQUANT_VALUES, GemmScratch, GemmType, HalfCopy, Halves, common_half,
+};
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
     DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention, split_bytes,
 };
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
-use crate::cuda::weights::DevLinear;
-use crate::cuda::weights::QuantScratch;
+use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
@@ -259,17 +260,24 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     }
     let act = model.act;
     let hidden = model.hidden;
-    let scratch = QuantScratch {
+    let scratch = XForms {
         qa: b.qa.ptr,
         sa: b.sa.ptr,
         x_split: 0,
+        halves: Halves::default(),
     };
     // In a one-row step whose norms feed tensor-core int4 GEMVs, the norms may also write
     // their output split for them (the same bits; `GENAI_BRIDGE_INT4_SPLIT_X`).
     let split = m == 1 && ops.k.int4_mma.split_x && norms_feed_split_readers(ops, model);
     let x_split = if split { b.x_split.ptr } else { 0 };
     // What the linears right after a norm read (qkv, the MLP's first, the lm_head).
-    let normed = QuantScratch { x_split, ..scratch };
+    let normed = XForms { x_split, ..scratch };
+    // Where the kernel writing the hidden rows for `consumers` also writes them rounded to 16
+    // bits, so that their GEMMs skip the cast (prompt passes through cuBLAS only).
+    let hidden_half = |consumers: &[(DevLinear, usize)]| {
+        let types = consumers.iter().map(|(p, _)| p.prompt_gemm(ops, m));
+        ops.half_copy(m, hidden, common_half(types))
+    };
     ops.embedding(
         model.embedding.ptr()?,
         model.positions.as_ref().map_or(0, |p| p.ptr),
@@ -280,53 +288,79 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         model.embedding_scale,
         act,
     )?;
-    // x += delta (when given), then normed = norm(x), over the m hidden rows.
-    let residual_norm = |n: &DevNorm, delta: DevPtr| {
+    // x += delta (when given), then normed = norm(x), over the m hidden rows, also written
+    // rounded to 16 bits where `half` says; what normed's readers get besides it.
+    let residual_norm = |n: &DevNorm, delta: DevPtr, half: Option<HalfCopy>| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
         if x_split != 0 {
             let (x, out) = ((b.x.ptr, delta), b.normed.ptr);
-            return ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act);
+            ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act)?;
+            return Ok(normed);
         }
-        ops.skip_norm(
-            b.x.ptr,
-            delta,
-            w,
-            bias,
-            b.normed.ptr,
-            rows,
-            n.eps,
-            n.rms,
-            true,
-            act,
-        )
+        let norm = (n.eps, n.rms, true, act);
+        ops.skip_norm_half(b.x.ptr, delta, (w, bias), b.normed.ptr, rows, norm, half)?;
+        let halves = Halves { x: half, y: None };
+        Ok::<_, Error>(XForms { halves, ..normed })
     };
     // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
-    let linear_then_norm = |p: &DevLinear, (input, width): (DevPtr, usize), act_p, n: &DevNorm| {
-        p.run(ops, input, width, b.delta.ptr, hidden, m, act_p, scratch)?;
-        residual_norm(n, b.delta.ptr)
+    let linear_then_norm = |p: &DevLinear, input: Input, act_p, n: &DevNorm, half| {
+        // Through a GEMM with no bias, the epilogue would only round delta, which the norm
+        // does anyway (its skip add rounds delta): the same bits without that launch.
+        let act_p = if p.prompt_gemm(ops, m).is_some() && !p.has_bias() {
+            0
+        } else {
+            act_p
+        };
+        let halves = Halves {
+            x: input.half,
+            y: None,
+        };
+        let forms = XForms { halves, ..scratch };
+        p.run(
+            ops,
+            input.x,
+            input.width,
+            b.delta.ptr,
+            hidden,
+            m,
+            act_p,
+            forms,
+        )?;
+        residual_norm(n, b.delta.ptr, half)
     };
     // The first norm has no residual to add (with no layers, the final norm).
-    let first = model
-        .layers
-        .first()
-        .map_or(&model.final_norm, |l| &l.attn_norm);
-    residual_norm(first, 0)?;
+    let mut forms = match model.layers.first() {
+        Some(l) => residual_norm(&l.attn_norm, 0, hidden_half(&l.qkv.parts))?,
+        None => residual_norm(&model.final_norm, 0, None)?,
+    };
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, normed)?;
-        linear_then_norm(&layer.output, attn, act, &layer.mlp_norm)?;
-        let h = mlp_block(ops, layer, b, m, normed)?;
-        // The next norm feeds the next layer's qkv, or after the last layer the lm_head.
+        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, forms)?;
+        let mlp_half = hidden_half(&layer.mlp.parts);
+        forms = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, mlp_half)?;
+        let h = mlp_block(ops, layer, b, m, forms)?;
+        // The next norm feeds the next layer's qkv, or after the last layer the lm_head (one
+        // row: no GEMM).
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
+        let half = next.and_then(|l| hidden_half(&l.qkv.parts));
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        linear_then_norm(&layer.mlp.down, h, 0, norm)?;
+        forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
         .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
+        .map(|_| ())
+}
+
+/// A linear's input: x `[m, width]` and its half copy where the kernel writing it made one.
+#[derive(Debug, Clone, Copy)]
+struct Input {
+    x: DevPtr,
+    width: usize,
+    half: Option<HalfCopy>,
 }
 
 /// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
@@ -347,13 +381,13 @@ fn attention_block(
     b: &Buffers,
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
-    scratch: QuantScratch,
-) -> Result<(DevPtr, usize), Error> {
+    forms: XForms,
+) -> Result<Input, Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.at(*col)?, ld);
-        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, scratch)?;
+        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, forms)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -389,6 +423,8 @@ fn attention_block(
         head_size: hs,
         kv: b.kv_kind,
     };
+    let width = l.heads * hs;
+    let mut half = None;
     if m == 1 && ops.k.decode_fits(&decode) {
         // One launch: rotary, the KV append and attention (a decode step, graph-captured).
         ops.attention_decode(&DecodeCall {
@@ -406,15 +442,21 @@ fn attention_block(
             act,
         })?;
     } else {
-        attention_chunk(ops, l, b, cache, (cos_sin, rot), m, act)?;
+        let want = ops.half_copy(m, width, common_half([l.output.prompt_gemm(ops, m)]));
+        half = attention_chunk(ops, l, b, cache, (cos_sin, rot), m, (act, want))?;
     }
-    Ok((b.attn.ptr, l.heads * hs))
+    Ok(Input {
+        x: b.attn.ptr,
+        width,
+        half,
+    })
 }
 
 /// A layer's rotary caches (cos, sin) and (rotary_dim, interleaved); (0, 0), (0, false): none.
 type Rotary = ((DevPtr, DevPtr), (usize, bool));
 
-/// Rotary + KV append, then attention, for a chunk of prompt tokens (two launches).
+/// Rotary + KV append, then attention, for a chunk of prompt tokens (two launches and a
+/// merge); the output's half copy where the merge wrote the one `half` asks for.
 fn attention_chunk(
     ops: &Ops<'_>,
     l: &DevLayer,
@@ -422,8 +464,8 @@ fn attention_chunk(
     cache: KvCache,
     (cos_sin, rot): Rotary,
     m: usize,
-    act: i32,
-) -> Result<(), Error> {
+    (act, half): (i32, Option<HalfCopy>),
+) -> Result<Option<HalfCopy>, Error> {
     let (ld, hs) = (l.qkv_width(), l.head_size);
     let dims = (m, l.heads, l.kv_heads, hs);
     ops.rotary_append(b.qkv.ptr, ld, b.step.ptr, cos_sin, dims, rot, cache, act)?;
@@ -444,31 +486,38 @@ fn attention_chunk(
         window: l.window,
         softcap: l.softcap,
         act,
+        half,
     })
 }
 
 /// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:
-/// the down projection's input and its width.
+/// the down projection's input (with its half copy where a GLU GEMM's epilogue wrote one).
 fn mlp_block(
     ops: &Ops<'_>,
     l: &DevLayer,
     b: &Buffers,
     m: usize,
-    scratch: QuantScratch,
-) -> Result<(DevPtr, usize), Error> {
+    forms: XForms,
+) -> Result<Input, Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
     if let [(p, 0)] = mlp.parts.as_slice()
         && mlp.glu
     {
         let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
-        p.run_glu(ops, x, h, m, 0, mlp.activation, scratch)?;
-        return Ok((b.h.ptr, w));
+        let y = ops.half_copy(m, w, common_half([mlp.down.prompt_gemm(ops, m)]));
+        let halves = Halves { y, ..forms.halves };
+        let half = p.run_glu(ops, x, h, m, 0, mlp.activation, XForms { halves, ..forms })?;
+        return Ok(Input {
+            x: b.h.ptr,
+            width: w,
+            half,
+        });
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         let y = (b.gu.at(*col)?, gu_ld);
-        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, scratch)?;
+        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, forms)?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;
@@ -477,5 +526,9 @@ fn mlp_block(
         ops.activate(b.gu.ptr, m * w, mlp.activation)?;
         b.gu.ptr
     };
-    Ok((down_in, w))
+    Ok(Input {
+        x: down_in,
+        width: w,
+        half: None,
+    })
 }

@@ -2,6 +2,7 @@
 //! (resident) or in page-locked host memory, copied by the pager into its fixed device slot
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
+use crate::cuda::blas::{GemmType, HalfCopy, Halves};
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
 use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
@@ -33,14 +34,17 @@ pub(crate) struct DevLinear {
     home: Home,
 }
 
-/// x in the other forms the int4 kernels read: scratch for int8 activations (`qa` `[rows, kp]`
-/// and `sa` `[rows, blocks]`), and one row of x already split into f16 halves by the norm that
-/// wrote it (`x_split`, `kernels/int4_mma.rs`; 0: not split).
+/// x in the other forms the kernels read: scratch for the int4 kernels' int8 activations (`qa`
+/// `[rows, kp]` and `sa` `[rows, blocks]`), one row of x already split into f16 halves by the
+/// norm that wrote it (`x_split`, `kernels/int4_mma.rs`; 0: not split), and the half copies
+/// around a prompt GEMM (`halves`: x rounded to 16 bits by the kernel that wrote it, and where
+/// the GEMM's epilogue writes y so for the GEMM after it).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct QuantScratch {
+pub(crate) struct XForms {
     pub qa: DevPtr,
     pub sa: DevPtr,
     pub x_split: DevPtr,
+    pub halves: Halves,
 }
 
 impl DevLinear {
@@ -166,13 +170,14 @@ impl DevLinear {
         ldy: usize,
         m: usize,
         act: i32,
-        scratch: QuantScratch,
-    ) -> Result<(), Error> {
-        self.run_glu(ops, (x, ldx), (y, ldy), m, act, -1, scratch)
+        forms: XForms,
+    ) -> Result<Option<HalfCopy>, Error> {
+        self.run_glu(ops, (x, ldx), (y, ldy), m, act, -1, forms)
     }
 
     /// [`DevLinear::run`]; with `glu >= 0` the outputs are (gate, up) pairs and y gets
-    /// `n / 2` values act(gate) * up (`glu` the activation).
+    /// `n / 2` values act(gate) * up (`glu` the activation). Returns y's half copy where a GEMM
+    /// epilogue wrote it (`XForms::halves`).
     #[allow(clippy::too_many_arguments)]
     pub fn run_glu(
         &self,
@@ -182,8 +187,8 @@ impl DevLinear {
         m: usize,
         act: i32,
         glu: i32,
-        scratch: QuantScratch,
-    ) -> Result<(), Error> {
+        forms: XForms,
+    ) -> Result<Option<HalfCopy>, Error> {
         let shape = LinearShape {
             m,
             k: self.k,
@@ -196,19 +201,23 @@ impl DevLinear {
             let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
             let scales = at(self.parts.scales);
             match self.form {
-                Form::Dense { kernel } => ops.dense(kernel, main, x, bias, y, shape, act),
+                Form::Dense { kernel } => {
+                    ops.dense(kernel, main, x, bias, y, shape, act, forms.halves)
+                }
                 Form::Int4 {
                     block, int8: true, ..
-                } => ops.gemv_int4_i8(
-                    (main, scales, at(self.parts.zp_u8)),
-                    block,
-                    x,
-                    (scratch.qa, scratch.sa),
-                    bias,
-                    y,
-                    shape,
-                    act,
-                ),
+                } => ops
+                    .gemv_int4_i8(
+                        (main, scales, at(self.parts.zp_u8)),
+                        block,
+                        x,
+                        (forms.qa, forms.sa),
+                        bias,
+                        y,
+                        shape,
+                        act,
+                    )
+                    .map(|()| None),
                 Form::Int4 {
                     block,
                     int8: false,
@@ -220,7 +229,7 @@ impl DevLinear {
                         block,
                         integral_zp,
                         scales_f16: at(self.parts.scales_f16),
-                        x_split: scratch.x_split,
+                        x_split: forms.x_split,
                     },
                     prompt,
                     x,
@@ -228,6 +237,7 @@ impl DevLinear {
                     y,
                     shape,
                     act,
+                    forms.halves,
                 ),
             }
         })
@@ -242,8 +252,27 @@ impl DevLinear {
         }
     }
 
+    /// The type of the GEMM `m` rows of this layer run here, if they run through one (as
+    /// `Ops::dense` and `Ops::int4_fp32` choose): what a half copy of its x should hold.
+    pub fn prompt_gemm(&self, ops: &Ops<'_>, m: usize) -> Option<GemmType> {
+        match self.form {
+            Form::Dense { kernel } => ops.gemm_blas(m, false).and(GemmType::of(kernel)),
+            Form::Int4 {
+                int8: false,
+                prompt,
+                ..
+            } => ops.gemm_blas(m, true).map(|_| prompt),
+            Form::Int4 { int8: true, .. } => None,
+        }
+    }
+
+    /// Whether the layer adds a bias.
+    pub fn has_bias(&self) -> bool {
+        self.parts.bias.is_some()
+    }
+
     /// Whether one row of this layer runs on the tensor-core int4 kernel here, which can read
-    /// its x split by the norm before it ([`QuantScratch::x_split`]).
+    /// its x split by the norm before it ([`XForms::x_split`]).
     pub fn reads_split_x(&self, ops: &Ops<'_>) -> bool {
         let shape = LinearShape::one_row(self.n, self.k, -1);
         match self.form {
@@ -260,21 +289,21 @@ impl DevLinear {
     /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the
     /// pager before and released after), handing it the device address of a part's offset
     /// (0 for an absent part).
-    fn placed(
+    fn placed<T>(
         &self,
         ops: &Ops<'_>,
-        launch: impl FnOnce(&dyn Fn(Option<usize>) -> DevPtr) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+        launch: impl FnOnce(&dyn Fn(Option<usize>) -> DevPtr) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let index = self.streamed_index();
         if let Some(j) = index {
             ops.acquire(j)?;
         }
         let base = self.base()?;
-        launch(&|offset: Option<usize>| offset.map_or(0, |o| base + o as u64))?;
+        let out = launch(&|offset: Option<usize>| offset.map_or(0, |o| base + o as u64))?;
         if let Some(j) = index {
             ops.release(j)?;
         }
-        Ok(())
+        Ok(out)
     }
 }
 

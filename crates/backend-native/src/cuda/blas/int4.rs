@@ -6,7 +6,7 @@
 //! dequantisation, f32 sums); with f32 scales the same values as the GEMV in another summation
 //! order. CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
-use super::{Blas, ColMajor, GemmType, MIN_ROWS, dequant_cols, elementwise_blocks};
+use super::{Blas, ColMajor, GemmType, HalfCopy, Halves, dequant_cols, elementwise_blocks};
 use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops, cfg, int, launch};
 use crate::error::Error;
 
@@ -15,7 +15,8 @@ pub(crate) type Int4Parts = (DevPtr, DevPtr, DevPtr);
 
 impl Ops<'_> {
     /// A CompFp32 MatMulNBits layer: through cuBLAS for `MIN_ROWS` rows or more when this pass
-    /// has a handle with a dequantisation scratch, else the GEMV kernels.
+    /// has a handle with a dequantisation scratch, else the GEMV kernels. Returns y's half copy
+    /// if the GEMM wrote it.
     #[allow(clippy::too_many_arguments)]
     pub fn int4_fp32(
         &self,
@@ -27,12 +28,15 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
-    ) -> Result<(), Error> {
-        match self.blas {
-            Some(blas) if s.m >= MIN_ROWS && blas.dequant.len > 0 => {
-                self.gemm_int4(blas, parts, form.block, prompt, x, bias, y, s, act)
+        halves: Halves,
+    ) -> Result<Option<HalfCopy>, Error> {
+        match self.gemm_blas(s.m, true) {
+            Some(blas) => {
+                self.gemm_int4(blas, parts, form.block, prompt, x, bias, y, s, act, halves)
             }
-            _ => self.gemv_int4_f32(parts, form, x, bias, y, s, act),
+            None => self
+                .gemv_int4_f32(parts, form, x, bias, y, s, act)
+                .map(|()| None),
         }
     }
 
@@ -49,7 +53,8 @@ impl Ops<'_> {
         y: DevPtr,
         s: LinearShape,
         act: i32,
-    ) -> Result<(), Error> {
+        halves: Halves,
+    ) -> Result<Option<HalfCopy>, Error> {
         let (k, n) = (s.k, s.n);
         if block < 2 || !block.is_multiple_of(2) {
             return Err(Error::Invalid {
@@ -72,7 +77,7 @@ impl Ops<'_> {
         let f = self.k.get(name)?;
         let (ki, bs) = (int("k", k)?, int("block", block)?);
         let scratch = blas.dequant.ptr;
-        self.gemm_with(blas, ty, x, bias, y, s, act, |b, ldb, c, ldc| {
+        self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
             for first in (0..n).step_by(cols) {
                 let rows = cols.min(n - first);
                 let (fi, ri) = (int("column", first)?, int("columns", rows)?);

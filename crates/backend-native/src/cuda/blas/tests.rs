@@ -126,3 +126,28 @@ fn a_missing_cublas_is_an_error_not_a_panic() {
         Err(why) => assert!(why.contains("cuBLAS"), "{why}"),
     }
 }
+
+#[test]
+fn a_half_copy_takes_the_one_sixteen_bit_type_its_consumers_cast_to() {
+    use GemmType::{Bf16, F16, F32};
+    // Consumers reading f32 x, or running no GEMM, do not ask for a copy.
+    assert_eq!(common_half([]), None);
+    assert_eq!(common_half([None, Some(F32)]), None);
+    assert_eq!(common_half([Some(F16), None, Some(F16)]), Some(F16));
+    assert_eq!(common_half([Some(F32), Some(Bf16)]), Some(Bf16));
+    // Two 16-bit types: one copy cannot serve both, and each consumer casts for itself.
+    assert_eq!(common_half([Some(F16), Some(Bf16)]), None);
+    assert_eq!(common_half([Some(Bf16), Some(F32), Some(F16)]), None);
+}
+
+#[test]
+fn a_half_copy_passes_its_address_and_type_to_the_kernels() {
+    let copy = |ty| HalfCopy {
+        ptr: 0x1000,
+        ty,
+        len: 8,
+    };
+    assert_eq!(HalfCopy::args(None), (0, 0));
+    assert_eq!(HalfCopy::args(Some(copy(GemmType::F16))), (0x1000, 0));
+    assert_eq!(HalfCopy::args(Some(copy(GemmType::Bf16))), (0x1000, 1));
+}

@@ -13,6 +13,7 @@
 use super::{
     DevPtr, KvCache, KvKind, Ops, cfg, dynamic_shared_max, grid_dim, int, launch, launch_raw, param,
 };
+use crate::cuda::blas::HalfCopy;
 use crate::cuda::state::ATTN_CHUNK;
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaFunction};
@@ -179,7 +180,8 @@ impl PromptDevice {
 
 /// One prompt attention: `m` tokens' q in `qkv` (rows of `ld` floats), the cache, the step
 /// scalars; `part` holds `[m, heads, splits, hs + 2]` partials (`splits`: the cache's 32-position
-/// splits) and `counts` `[m, heads]` zeroed tickets (left zeroed); `out` `[m, heads * hs]`.
+/// splits) and `counts` `[m, heads]` zeroed tickets (left zeroed); `out` `[m, heads * hs]`;
+/// `half`: where a separate merge also writes out rounded to 16 bits for the GEMM after it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PromptAttention {
     pub qkv: DevPtr,
@@ -198,6 +200,7 @@ pub(crate) struct PromptAttention {
     pub window: Option<usize>,
     pub softcap: Option<f32>,
     pub act: i32,
+    pub half: Option<HalfCopy>,
 }
 
 /// Whether the tensor-core kernel can read `a`'s q four floats at a time (16-byte aligned rows).
@@ -251,8 +254,9 @@ impl Ops<'_> {
         self.k.prompt.tiled_fits(hs)
     }
 
-    /// Attention of `a.m` tokens through the best kernel that runs it here.
-    pub fn attention(&self, a: &PromptAttention) -> Result<(), Error> {
+    /// Attention of `a.m` tokens through the best kernel that runs it here. Returns the
+    /// output's half copy where the kernel's merge wrote it (`a.half`).
+    pub fn attention(&self, a: &PromptAttention) -> Result<Option<HalfCopy>, Error> {
         if a.hs > 256 || a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
             return Err(Error::Invalid {
                 what: "attention",
@@ -266,11 +270,13 @@ impl Ops<'_> {
     }
 
     /// Attention of `a.m` tokens through `kernel` (the caller checked that it runs `a` here).
+    /// Returns the output's half copy where the merge wrote it: kernels with a separate merge,
+    /// when `a.half` asks for one.
     pub(crate) fn attention_with(
         &self,
         a: &PromptAttention,
         kernel: PromptKernel,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<HalfCopy>, Error> {
         let (k_cache, v_cache, cap, kv) = a.cache.args()?;
         let (ld, h, kvh, hs) = (
             int("ld", a.ld)?,
@@ -376,14 +382,15 @@ impl Ops<'_> {
                 self.pdl,
             )?
         };
-        let Some(span) = span else { return Ok(()) };
+        let Some(span) = span else { return Ok(None) };
         let merge = self.k.get("attention_merge_f32")?;
         let grid = (grid_dim("heads", a.heads)?, grid_dim("tokens", a.m)?, 1);
         let span = int("span", span)?;
+        let (half, half_bf) = HalfCopy::args(a.half);
         launch!(
             self,
             merge,
-            cfg(grid, 128, 0),
+            cfg(grid, merge_threads(a.hs), 0),
             &step,
             &part,
             &out,
@@ -392,14 +399,31 @@ impl Ops<'_> {
             &sp,
             &span,
             &win,
-            &act
-        )
+            &act,
+            &half,
+            &half_bf
+        )?;
+        Ok(a.half)
     }
+}
+
+/// Threads of a merge block (one thread a value of the head, whole warps, at most 128).
+fn merge_threads(hs: usize) -> u32 {
+    hs.div_ceil(32).clamp(1, 4) as u32 * 32
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merge_block_has_a_thread_a_value_in_whole_warps_up_to_four() {
+        assert_eq!(merge_threads(64), 64);
+        assert_eq!(merge_threads(80), 96);
+        assert_eq!(merge_threads(128), 128);
+        assert_eq!(merge_threads(256), 128);
+        assert_eq!(merge_threads(8), 32);
+    }
 
     #[test]
     fn the_rust_constants_match_the_kernels() {

@@ -3,6 +3,7 @@
 //! and plain activations, and the two-pass argmax.
 
 use super::{DevPtr, KvCache, Ops, cfg, grid_dim, int, launch};
+use crate::cuda::blas::HalfCopy;
 use crate::error::Error;
 
 /// Blocks of the first argmax pass (and partials it leaves).
@@ -52,11 +53,28 @@ impl Ops<'_> {
         weight: DevPtr,
         bias: DevPtr,
         out: DevPtr,
-        (rows, width, per_row, ld): (usize, usize, usize, usize),
+        rows: (usize, usize, usize, usize),
         eps: f32,
         rms: bool,
         write_sum: bool,
         act: i32,
+    ) -> Result<(), Error> {
+        let norm = (eps, rms, write_sum, act);
+        self.skip_norm_half(x, delta, (weight, bias), out, rows, norm, None)
+    }
+
+    /// [`Ops::skip_norm`], the output also written rounded to 16 bits into `half` (row r at
+    /// `r * width`) where given: the copy the GEMMs after the norm read instead of casting it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn skip_norm_half(
+        &self,
+        x: DevPtr,
+        delta: DevPtr,
+        (weight, bias): (DevPtr, DevPtr),
+        out: DevPtr,
+        (rows, width, per_row, ld): (usize, usize, usize, usize),
+        (eps, rms, write_sum, act): (f32, bool, bool, i32),
+        half: Option<HalfCopy>,
     ) -> Result<(), Error> {
         let threads = norm_threads(width)?;
         let (w, pr, ld) = (
@@ -65,11 +83,19 @@ impl Ops<'_> {
             int("ld", ld)?,
         );
         let (rms, write_sum) = (i32::from(rms), i32::from(write_sum));
-        let f = self.k.get("skip_norm_f32")?;
         let c = cfg((grid_dim("rows", rows)?, 1, 1), threads, 0);
+        let Some(copy) = half else {
+            let f = self.k.get("skip_norm_f32")?;
+            return launch!(
+                self, f, c, &x, &delta, &weight, &bias, &out, &w, &pr, &ld, &eps, &rms, &write_sum,
+                &act
+            );
+        };
+        let (half, half_bf) = HalfCopy::args(Some(copy));
+        let f = self.k.get("skip_norm_half_f32")?;
         launch!(
             self, f, c, &x, &delta, &weight, &bias, &out, &w, &pr, &ld, &eps, &rms, &write_sum,
-            &act
+            &act, &half, &half_bf
         )
     }
 

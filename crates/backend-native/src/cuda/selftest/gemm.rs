@@ -7,9 +7,9 @@
 
 use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
 use super::linear::{Dt, rounded, weight_bytes};
-use super::{Check, Ctx, Rng, gemm_int4, rel};
+use super::{Check, Ctx, Rng, gemm_int4, halves, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::blas::{Blas, GemmScratch, GemmType, cublas_available};
+use crate::cuda::blas::{Blas, GemmScratch, GemmType, Halves, cublas_available};
 use crate::cuda::kernels::{DevPtr, LinearShape, Ops};
 use crate::error::Error;
 
@@ -104,6 +104,7 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         ..c.ops()
     };
     let mut out = epilogue_checks(c, &ops, rng)?;
+    out.extend(halves::gemm_checks(c, &ops, &blas, rng)?);
     for case in all {
         out.extend(case_checks(c, &ops, &blas, rng, case)?);
     }
@@ -214,7 +215,18 @@ fn case_checks(
     );
     let mut out = Vec::new();
     let sums = in_slice(c, (m, cols, 3, cols + 5), |y| {
-        ops.gemm(blas, ty, dw.ptr, dx.ptr, 0, y, shape(cols + 5, -1), 0)
+        ops.gemm(
+            blas,
+            ty,
+            dw.ptr,
+            dx.ptr,
+            0,
+            y,
+            shape(cols + 5, -1),
+            0,
+            Halves::default(),
+        )
+        .map(|_| ())
     })?;
     let tol = sum_tol(dt);
     out.push(check(
@@ -251,7 +263,9 @@ fn case_checks(
             y,
             shape(width + 7, glu),
             act,
+            Halves::default(),
         )
+        .map(|_| ())
     })?;
     let limit = epilogue_limit(tol, &exact, &want, act, glu);
     let epi = if glu >= 0 {
@@ -297,7 +311,7 @@ fn epilogue_checks(c: &Ctx, ops: &Ops<'_>, rng: &mut Rng) -> Result<Vec<Check>, 
         let want = host_epilogue(&sums, b, n, act, -1);
         let dbias = if with_bias { db.ptr } else { 0 };
         let got = in_slice(c, (m, n, 1, n + 2), |y| {
-            ops.gemm_epilogue(ds.ptr, dbias, (y, n + 2), m, n, act, -1)
+            ops.gemm_epilogue(ds.ptr, dbias, (y, n + 2), m, n, act, -1, None)
         })?;
         let same = got
             .as_ref()

@@ -11,7 +11,7 @@ use super::gemm::{check, cpu_linear, in_slice, sum_tol};
 use super::linear::{Dt, rounded};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::blas::{Blas, GemmType};
+use crate::cuda::blas::{Blas, GemmType, Halves};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
 
@@ -166,7 +166,9 @@ pub(super) fn check_case(
             y,
             shape,
             act,
+            Halves::default(),
         )
+        .map(|_| ())
     })?;
     let name = format!(
         "gemm int4 {dt:?} m{m} k{k} n{n} bs{bs}{}{}",

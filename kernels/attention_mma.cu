@@ -22,6 +22,7 @@
 #define AM_ROWS 64
 #define AM_WARPS (AM_ROWS / 16)
 #define AM_KEYS 32
+#define AM_TILES (AM_KEYS / 8)  // score tiles of 8 keys a stage
 #define AM_PAD 8
 #define AM_P_SCALE 4096.0f
 
@@ -163,16 +164,16 @@ __device__ __forceinline__ void am_warp_stage(float (&o)[HS_MAX / 8][4], float (
     // values (lane % 8, + 8 for lanes 8..15, 24..31) at dims + 8 for lanes 16..31.
     const u16* kb = k_st + ((lane & 7) + ((lane >> 4) & 1) * 8) * qs + ((lane >> 3) & 1) * 8;
     const u16* vb = v_st + ((lane & 7) + ((lane >> 3) & 1) * 8) * qs + ((lane >> 4) & 1) * 8;
-    float sc[4][4];
+    float sc[AM_TILES][4];
 #pragma unroll
-    for (int n = 0; n < 4; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
+    for (int n = 0; n < AM_TILES; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
 #pragma unroll
     for (int k = 0; k < HS_MAX / 16; k++) {
         if (k * 16 >= hs) break;
         u32 a[4];
         am_ldsm4<false>(a, qa + k * 16);
 #pragma unroll
-        for (int np = 0; np < 2; np++) {
+        for (int np = 0; np < AM_TILES / 2; np++) {
             u32 b[4];
             am_ldsm4<false>(b, kb + np * 16 * qs + k * 16);
             am_mma<KV>(sc[2 * np], a, b[0], b[1]);
@@ -182,7 +183,7 @@ __device__ __forceinline__ void am_warp_stage(float (&o)[HS_MAX / 8][4], float (
     // Scores, masked to each row's range; the rows' maxima over the stage (a quad holds a row).
     float mx[2] = {NEG_INF, NEG_INF};
 #pragma unroll
-    for (int n = 0; n < 4; n++) {
+    for (int n = 0; n < AM_TILES; n++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int j = e >> 1, key = kc + n * 8 + 2 * cq + (e & 1);
@@ -204,7 +205,7 @@ __device__ __forceinline__ void am_warp_stage(float (&o)[HS_MAX / 8][4], float (
         row_sum[j] *= alpha[j];
     }
 #pragma unroll
-    for (int n = 0; n < 4; n++) {
+    for (int n = 0; n < AM_TILES; n++) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int j = e >> 1;
@@ -222,7 +223,7 @@ __device__ __forceinline__ void am_warp_stage(float (&o)[HS_MAX / 8][4], float (
     }
     // P.V: the score tiles 2kk and 2kk + 1 are the A operand of keys 16kk .. 16kk + 15.
 #pragma unroll
-    for (int kk = 0; kk < 2; kk++) {
+    for (int kk = 0; kk < AM_TILES / 2; kk++) {
         u32 a[AmParts<KV>::n][4];
         am_split<KV>(a, 0, sc[2 * kk][0], sc[2 * kk][1]);
         am_split<KV>(a, 1, sc[2 * kk][2], sc[2 * kk][3]);

@@ -95,7 +95,9 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
     let all = cases();
     let int4 = gemm_int4::cases();
     let scratch = GemmScratch::of(
-        all.iter().map(|k| (gemm_type(k.dt), k.k, k.cols())),
+        all.iter()
+            .map(|k| (gemm_type(k.dt), k.k, k.cols()))
+            .chain(halves::gemm_layers()),
         int4.iter().map(|k| k.layer()),
     );
     let blas = Blas::new(&c.stream, scratch)?;

@@ -78,28 +78,41 @@ pub(super) fn norm_checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
     Ok(checks)
 }
 
-/// A GEMM fed x's half copy (x itself NaN) writing y's, against the GEMM casting x: `(dt, m,
-/// k, n, act, bias, glu)`; with no epilogue (no bias, rounding or GLU) no copy of y is made.
+/// The GEMM cases: `(dt, m, k, n, act, bias, glu)`.
+const GEMM_CASES: [(Dt, usize, usize, usize, i32, bool, i32); 5] = [
+    (Dt::F16, 7, 896, 1152, 1, true, -1),
+    (Dt::F16, 130, 896, 2 * 4864, 0, false, 0),
+    (Dt::Bf16, 33, 1536, 2 * 1003, 0, true, 1),
+    (Dt::Bf16, 256, 4864, 896, 2, false, -1),
+    (Dt::F16, 9, 999, 77, 0, false, -1),
+];
+
+fn gemm_type(dt: Dt) -> GemmType {
+    if dt == Dt::Bf16 {
+        GemmType::Bf16
+    } else {
+        GemmType::F16
+    }
+}
+
+/// The GEMM cases' layers, `(type, k, n)`, for the scratch the checks' handle needs.
+pub(super) fn gemm_layers() -> impl Iterator<Item = (GemmType, usize, usize)> {
+    GEMM_CASES
+        .iter()
+        .map(|&(dt, _, k, n, ..)| (gemm_type(dt), k, n))
+}
+
+/// A GEMM fed x's half copy (x itself NaN) writing y's, against the GEMM casting x; with no
+/// epilogue (no bias, rounding or GLU) no copy of y is made.
 pub(super) fn gemm_checks(
     c: &Ctx,
     ops: &Ops<'_>,
     blas: &Blas,
     rng: &mut Rng,
 ) -> Result<Vec<Check>, Error> {
-    let cases = [
-        (Dt::F16, 7, 896, 1152, 1, true, -1),
-        (Dt::F16, 130, 896, 2 * 4864, 0, false, 0),
-        (Dt::Bf16, 33, 1536, 2 * 1003, 0, true, 1),
-        (Dt::Bf16, 256, 4864, 896, 2, false, -1),
-        (Dt::F16, 9, 999, 77, 0, false, -1),
-    ];
     let mut checks = Vec::new();
-    for (dt, m, k, n, act, with_bias, glu) in cases {
-        let ty = if dt == Dt::Bf16 {
-            GemmType::Bf16
-        } else {
-            GemmType::F16
-        };
+    for (dt, m, k, n, act, with_bias, glu) in GEMM_CASES {
+        let ty = gemm_type(dt);
         let cols = if glu >= 0 { n / 2 } else { n };
         let x = rng.vec(m * k);
         let w = rounded(dt, &rng.vec(n * k));

@@ -29,9 +29,9 @@ const MMA_ROWS: usize = 64;
 const MMA_THREADS: usize = MMA_ROWS / 16 * 32;
 /// Keys a tensor-core stage holds (`AM_KEYS`).
 const MMA_KEYS: usize = 32;
-/// Tensor-core blocks an SM should get in all (about two waves at four resident blocks of
-/// head size 128), which sets how many spans a pass's keys are cut into.
-const MMA_BLOCKS_PER_SM: usize = 8;
+/// Tensor-core blocks an SM is planned for where the driver cannot say how many fit at once
+/// (which sets how many spans a pass's keys are cut into): four of head size 128 fit an H200 SM.
+const MMA_BLOCKS_PER_SM: usize = 4;
 /// Most positions one tensor-core block covers: one f32 running sum over longer spans drifts
 /// past 1e-5 of the f32 reference (3,637 keys: 1.07e-5, H200 round 33).
 const MMA_SPAN_MAX: usize = 2048;
@@ -86,14 +86,23 @@ pub(crate) fn mma_shared_bytes(hs: usize) -> usize {
     2 * (MMA_ROWS + 4 * MMA_KEYS) * (hs + MMA_PAD)
 }
 
+/// Environment variable: tensor-core prompt blocks an SM to plan the spans for (a positive
+/// integer; unset, as many as fit on an SM at once), an A/B switch for the spans' count.
+pub const PROMPT_BLOCKS_ENV: &str = "GENAI_BRIDGE_PROMPT_BLOCKS_PER_SM";
+
 /// Spans the tensor-core kernel cuts a pass's keys into (the device sizes them from the step
-/// scalars, `prompt_span`): enough that `blocks_per_span` blocks each make
-/// [`MMA_BLOCKS_PER_SM`] blocks an SM over `sms` SMs (fewer, longer spans read q and write
-/// partials fewer times), and that no span of a `capacity`-position cache is longer than
-/// [`MMA_SPAN_MAX`]; at most `room` (the partials' buffer) and at least one. Any number gives
-/// the same attention up to summation order.
-pub(crate) fn mma_spans(blocks_per_span: usize, sms: usize, capacity: usize, room: usize) -> usize {
-    let for_waves = (MMA_BLOCKS_PER_SM * sms.max(1)).div_ceil(blocks_per_span.max(1));
+/// scalars, `prompt_span`): as many as `blocks_per_span` blocks each keep within `wanted` blocks
+/// in all (one wave where `wanted` is what fits at once: fewer, longer spans read q and write
+/// partials fewer times, and a partial second wave leaves SMs idle), and enough that no span of
+/// a `capacity`-position cache is longer than [`MMA_SPAN_MAX`]; at most `room` (the partials'
+/// buffer) and at least one. Any number gives the same attention up to summation order.
+pub(crate) fn mma_spans(
+    blocks_per_span: usize,
+    wanted: usize,
+    capacity: usize,
+    room: usize,
+) -> usize {
+    let for_waves = wanted / blocks_per_span.max(1);
     let for_length = capacity.div_ceil(MMA_SPAN_MAX);
     for_waves.max(for_length).min(room).max(1)
 }
@@ -105,6 +114,22 @@ pub(crate) struct PromptDevice {
     tiled_max: usize,
     /// The same for each tensor-core entry that may run here.
     mma_max: HashMap<&'static str, usize>,
+    /// Blocks of each tensor-core entry that fit an SM at once, at its largest head size.
+    mma_resident: HashMap<&'static str, usize>,
+    /// Tensor-core blocks an SM to plan for ([`PROMPT_BLOCKS_ENV`]; `None`: as many as fit).
+    blocks_per_sm: Option<usize>,
+}
+
+/// [`PROMPT_BLOCKS_ENV`]'s value: a positive integer, or unset.
+fn parse_blocks(value: Option<&str>) -> Result<Option<usize>, Error> {
+    let Some(v) = value else { return Ok(None) };
+    match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(Error::Invalid {
+            what: PROMPT_BLOCKS_ENV,
+            why: format!("{v:?} is not a positive integer"),
+        }),
+    }
 }
 
 impl PromptDevice {
@@ -116,21 +141,42 @@ impl PromptDevice {
         functions: &HashMap<&'static str, CudaFunction>,
     ) -> Result<PromptDevice, Error> {
         let mode = PromptMode::parse(std::env::var(PROMPT_ATTENTION_ENV).ok().as_deref())?;
+        let blocks_per_sm = parse_blocks(std::env::var(PROMPT_BLOCKS_ENV).ok().as_deref())?;
         if mode == PromptMode::Split || ctx.bind_to_thread().is_err() {
             return Ok(PromptDevice::default());
         }
         let tiled_max = functions
             .get("attention_tiled_f32")
             .map_or(0, |f| dynamic_shared_max(ctx, f));
-        let mut mma_max = HashMap::new();
+        let (mut mma_max, mut mma_resident) = (HashMap::new(), HashMap::new());
         if mode == PromptMode::Best && major >= 8 {
-            for (_, _, name) in MMA_ENTRIES {
+            for (_, max_hs, name) in MMA_ENTRIES {
                 if let Some(f) = functions.get(name) {
                     mma_max.insert(name, dynamic_shared_max(ctx, f));
+                    let bytes = mma_shared_bytes(max_hs);
+                    if let Ok(n) = f.occupancy_max_active_blocks_per_multiprocessor(
+                        MMA_THREADS as u32,
+                        bytes,
+                        None,
+                    ) {
+                        mma_resident.insert(name, n as usize);
+                    }
                 }
             }
         }
-        Ok(PromptDevice { tiled_max, mma_max })
+        Ok(PromptDevice {
+            tiled_max,
+            mma_max,
+            mma_resident,
+            blocks_per_sm,
+        })
+    }
+
+    /// Tensor-core blocks of entry `name` an SM is planned for: the switch's value, else as
+    /// many as fit at once, else [`MMA_BLOCKS_PER_SM`].
+    pub(crate) fn blocks_per_sm(&self, name: &str) -> usize {
+        let resident = self.mma_resident.get(name).copied().filter(|&n| n > 0);
+        self.blocks_per_sm.or(resident).unwrap_or(MMA_BLOCKS_PER_SM)
     }
 
     /// The tensor-core entry for a cache of `kind`, head size `hs` and activations `act`, if
@@ -240,7 +286,9 @@ impl Ops<'_> {
     /// The spans [`mma_spans`] plans for `a` on this device.
     pub(crate) fn mma_planned_spans(&self, a: &PromptAttention) -> usize {
         let blocks = a.kv_heads * self.mma_row_blocks(a);
-        mma_spans(blocks, self.k.sms, a.cache.capacity, a.splits)
+        let name = self.mma_entry(a.cache.kind, a.hs).unwrap_or_default();
+        let wanted = self.k.prompt.blocks_per_sm(name) * self.k.sms;
+        mma_spans(blocks, wanted, a.cache.capacity, a.splits)
     }
 
     /// The tensor-core entry for a cache of `kind` and head size `hs` with q rounded to the
@@ -483,14 +531,35 @@ mod tests {
     fn spans_make_two_waves_and_bound_their_length() {
         // Llama-3-8B's 256-token chunks on 132 SMs: 8 KV heads x 16 row blocks make 128 blocks
         // a span, so 9 spans (1,056 blocks).
-        assert_eq!(mma_spans(128, 132, 3840, 120), 9);
+        let wanted = 4 * 132;
+        assert_eq!(mma_spans(128, wanted, 3840, 120), 4);
+        // Qwen2.5-1.5B's: 2 KV heads x 24 row blocks, 11 spans (528 blocks: one wave).
+        assert_eq!(mma_spans(48, wanted, 3840, 120), 11);
+        // Planned for two waves: twice the spans, no partial third wave.
+        assert_eq!(mma_spans(128, 2 * wanted, 3840, 120), 8);
         // Few rows: as many spans as the partials hold.
-        assert_eq!(mma_spans(1, 132, 600, 19), 19);
+        assert_eq!(mma_spans(1, wanted, 600, 19), 19);
         assert_eq!(mma_spans(0, 0, 0, 0), 1);
         // Many rows: one span, unless the cache is longer than the longest span.
-        assert_eq!(mma_spans(2000, 132, 2048, 64), 1);
-        assert_eq!(mma_spans(2000, 132, 2049, 65), 2);
-        assert_eq!(mma_spans(2000, 132, 131_072, 4096), 64);
+        assert_eq!(mma_spans(2000, wanted, 2048, 64), 1);
+        assert_eq!(mma_spans(2000, wanted, 2049, 65), 2);
+        assert_eq!(mma_spans(2000, wanted, 131_072, 4096), 64);
+    }
+
+    #[test]
+    fn the_blocks_switch_takes_a_positive_integer() {
+        assert_eq!(parse_blocks(None).ok(), Some(None));
+        assert_eq!(parse_blocks(Some("4")).ok(), Some(Some(4)));
+        assert_eq!(parse_blocks(Some(" 16 ")).ok(), Some(Some(16)));
+        for bad in ["0", "-2", "four", ""] {
+            assert!(parse_blocks(Some(bad)).is_err(), "{bad:?}");
+        }
+        let mut device = PromptDevice::default();
+        assert_eq!(device.blocks_per_sm("x"), MMA_BLOCKS_PER_SM);
+        device.mma_resident.insert("attention_mma_f16_64", 5);
+        assert_eq!(device.blocks_per_sm("attention_mma_f16_64"), 5);
+        device.blocks_per_sm = Some(2);
+        assert_eq!(device.blocks_per_sm("attention_mma_f16_64"), 2);
     }
 
     #[test]
@@ -498,6 +567,8 @@ mod tests {
         let mut device = PromptDevice {
             tiled_max: 48 * 1024,
             mma_max: HashMap::new(),
+            mma_resident: HashMap::new(),
+            blocks_per_sm: None,
         };
         assert_eq!(device.mma_entry(KvKind::F16, 128, 1), None, "none probed");
         for (_, _, name) in MMA_ENTRIES {

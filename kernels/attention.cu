@@ -130,12 +130,15 @@ __device__ __forceinline__ void attention_split(AttnShared& sh,
     }
 }
 
-// Merges the splits of one (token, head) into `dst` (all threads of the block, over d), and
-// where `half` is not null the same values rounded to f16 (half_bf 0) or bf16 (1) into it; P is
+// Merges the splits of one (token, head) into `dst`, values first, first + stride, ... of the
+// head taken by this thread (the block's threads, or a warp's lanes), PER of them at a time so
+// that their loads of a split go out together; where `half` is not null the same values rounded
+// to f16 (half_bf 0) or bf16 (1) go there too. Each value sums its splits in split order. P is
 // `const volatile float*` where other blocks of the same launch wrote the partials.
-template <typename P>
+template <int PER, typename P>
 __device__ __forceinline__ void combine(P pp, float* __restrict__ dst, int hs, int splits,
-                                        int act, u16* __restrict__ half, int half_bf) {
+                                        int act, u16* __restrict__ half, int half_bf, int first,
+                                        int stride) {
     float mx = NEG_INF;
     for (int i = 0; i < splits; i++) mx = fmaxf(mx, pp[(size_t)i * (hs + 2)]);
     float total = 0.0f;
@@ -144,17 +147,28 @@ __device__ __forceinline__ void combine(P pp, float* __restrict__ dst, int hs, i
         if (m != NEG_INF) total += pp[(size_t)i * (hs + 2) + 1] * expf(m - mx);
     }
     float inv = 1.0f / total;
-    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
-        float acc = 0.0f;
-        // Unrolled for the loads in flight; the sum keeps split order.
-#pragma unroll 4
+    for (int d0 = first; d0 < hs; d0 += PER * stride) {
+        float acc[PER];
+#pragma unroll
+        for (int j = 0; j < PER; j++) acc[j] = 0.0f;
         for (int i = 0; i < splits; i++) {
             float m = pp[(size_t)i * (hs + 2)];
-            if (m != NEG_INF) acc += pp[(size_t)i * (hs + 2) + 2 + d] * expf(m - mx);
+            if (m == NEG_INF) continue;
+            float e = expf(m - mx);
+#pragma unroll
+            for (int j = 0; j < PER; j++) {
+                int d = d0 + j * stride;
+                if (d < hs) acc[j] += pp[(size_t)i * (hs + 2) + 2 + d] * e;
+            }
         }
-        float y = round_act(acc * inv, act);
-        dst[d] = y;
-        if (half) half[d] = (u16)half_bits(y, half_bf);
+#pragma unroll
+        for (int j = 0; j < PER; j++) {
+            int d = d0 + j * stride;
+            if (d >= hs) break;
+            float y = round_act(acc[j] * inv, act);
+            dst[d] = y;
+            if (half) half[d] = (u16)half_bits(y, half_bf);
+        }
     }
 }
 
@@ -190,7 +204,8 @@ extern "C" __global__ void attention_f32(const float* __restrict__ qkv, int ld,
     if (!last) return;
     __threadfence();
     const volatile float* pp = part + ((size_t)t * heads + h) * splits * (hs + 2);
-    combine(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act, nullptr, 0);
+    combine<1>(pp, out + ((size_t)t * heads + h) * hs, hs, splits, act, nullptr, 0, threadIdx.x,
+               blockDim.x);
     if (threadIdx.x == 0) *count = 0;
 }
 
@@ -282,22 +297,26 @@ extern "C" __global__ void __launch_bounds__(AT_WARPS * 32)
     }
 }
 
-// Merges, for token t and head h (grid (heads, m)), the partials of the splits (of `span`
-// positions each; 0: prompt_span's, of `splits` spans) that hold keys of the token's range, in
-// split order, into out `[m, heads * hs]` rounded to the activations' precision; where `half`
-// is not null, also into it rounded to f16 (half_bf 0) or bf16 (1), for the GEMM after it.
-extern "C" __global__ void attention_merge_f32(const int* __restrict__ step,
-                                               const float* __restrict__ part,
-                                               float* __restrict__ out, int heads, int hs,
-                                               int splits, int span, int window, int act,
-                                               u16* __restrict__ half, int half_bf) {
+// Merges, for each (token t, head h) row of the pass (a warp a row, MERGE_WARPS rows a block:
+// grid ceil(m * heads / MERGE_WARPS)), the partials of the splits (of `span` positions each; 0:
+// prompt_span's, of `splits` spans) that hold keys of the token's range, in split order, into
+// out `[m, heads * hs]` rounded to the activations' precision; where `half` is not null, also
+// into it rounded to f16 (half_bf 0) or bf16 (1), for the GEMM after it.
+#define MERGE_WARPS 4
+extern "C" __global__ void __launch_bounds__(MERGE_WARPS * 32)
+    attention_merge_f32(const int* __restrict__ step, const float* __restrict__ part,
+                        float* __restrict__ out, int heads, int hs, int splits, int span,
+                        int window, int act, u16* __restrict__ half, int half_bf, int m) {
     pdl_enter();
-    int h = blockIdx.x, t = blockIdx.y;
+    int row = blockIdx.x * MERGE_WARPS + (threadIdx.x >> 5);
+    if (row >= m * heads) return;
+    int t = row / heads;
     int p = step[0] + t;
     if (span == 0) span = prompt_span(step, splits);
     int s0 = attention_lo(p, window) / span, s1 = p / span;
     // Every split s0 .. s1 holds a key of the token's range, so none has a max of NEG_INF.
-    const float* pp = part + (((size_t)t * heads + h) * splits + s0) * (hs + 2);
-    size_t row = ((size_t)t * heads + h) * hs;
-    combine(pp, out + row, hs, s1 - s0 + 1, act, half ? half + row : nullptr, half_bf);
+    const float* pp = part + ((size_t)row * splits + s0) * (hs + 2);
+    size_t at = (size_t)row * hs;
+    combine<4>(pp, out + at, hs, s1 - s0 + 1, act, half ? half + at : nullptr, half_bf,
+               threadIdx.x & 31, 32);
 }

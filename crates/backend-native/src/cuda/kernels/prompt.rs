@@ -432,13 +432,13 @@ impl Ops<'_> {
         };
         let Some(span) = span else { return Ok(None) };
         let merge = self.k.get("attention_merge_f32")?;
-        let grid = (grid_dim("heads", a.heads)?, grid_dim("tokens", a.m)?, 1);
+        let grid = (grid_dim("rows", merge_blocks(a.m * a.heads))?, 1, 1);
         let span = int("span", span)?;
         let (half, half_bf) = HalfCopy::args(a.half);
         launch!(
             self,
             merge,
-            cfg(grid, merge_threads(a.hs), 0),
+            cfg(grid, (MERGE_WARPS * 32) as u32, 0),
             &step,
             &part,
             &out,
@@ -449,15 +449,19 @@ impl Ops<'_> {
             &win,
             &act,
             &half,
-            &half_bf
+            &half_bf,
+            &m
         )?;
         Ok(a.half)
     }
 }
 
-/// Threads of a merge block (one thread a value of the head, whole warps, at most 128).
-fn merge_threads(hs: usize) -> u32 {
-    hs.div_ceil(32).clamp(1, 4) as u32 * 32
+/// (token, head) rows a merge block takes, a warp each (`MERGE_WARPS`).
+const MERGE_WARPS: usize = 4;
+
+/// Blocks of a merge over `rows` (token, head) rows.
+fn merge_blocks(rows: usize) -> usize {
+    rows.div_ceil(MERGE_WARPS)
 }
 
 #[cfg(test)]
@@ -465,12 +469,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_merge_block_has_a_thread_a_value_in_whole_warps_up_to_four() {
-        assert_eq!(merge_threads(64), 64);
-        assert_eq!(merge_threads(80), 96);
-        assert_eq!(merge_threads(128), 128);
-        assert_eq!(merge_threads(256), 128);
-        assert_eq!(merge_threads(8), 32);
+    fn a_merge_block_takes_a_row_a_warp() {
+        assert_eq!(merge_blocks(256 * 14), 896);
+        assert_eq!(merge_blocks(5 * 3), 4);
+        assert_eq!(merge_blocks(1), 1);
     }
 
     #[test]
@@ -481,6 +483,7 @@ mod tests {
             (&tiled, "AT_TOKENS", TOKENS),
             (&tiled, "AT_WARPS", WARPS),
             (&tiled, "ATTN_CHUNK", ATTN_CHUNK),
+            (&tiled, "MERGE_WARPS", MERGE_WARPS),
             (&mma, "AM_ROWS", MMA_ROWS),
             (&mma, "AM_KEYS", MMA_KEYS),
             (&mma, "AM_PAD", MMA_PAD),

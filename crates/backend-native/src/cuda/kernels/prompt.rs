@@ -201,6 +201,17 @@ impl PromptDevice {
         tiled_shared_bytes(hs) <= self.tiled_max
     }
 
+    /// The first kernel of the ladder (tensor cores, tiled, split) that runs a cache of `kind`,
+    /// head size `hs` and activations `act` here, the tensor cores only where q is aligned for
+    /// them (`q_aligned`); a tensor-core choice has 0 spans (the launch plans them).
+    fn kernel_for(&self, kind: KvKind, hs: usize, act: i32, q_aligned: bool) -> PromptKernel {
+        match self.mma_entry(kind, hs, act) {
+            Some(name) if q_aligned => PromptKernel::Mma(name, 0),
+            _ if self.tiled_fits(hs) => PromptKernel::Tiled,
+            _ => PromptKernel::Split,
+        }
+    }
+
     /// A route reason: the kernel each head size of the model's layers runs its prompts with.
     pub(crate) fn describe(&self, kind: KvKind, act: i32, head_sizes: &[usize]) -> String {
         let mut sizes = head_sizes.to_vec();
@@ -209,10 +220,12 @@ impl PromptDevice {
         let kernels: Vec<String> = sizes
             .iter()
             .map(|&hs| {
-                let kernel = match self.mma_entry(kind, hs, act) {
-                    Some(name) => format!("tensor cores ({name})"),
-                    None if self.tiled_fits(hs) => "f32, tiled over queries".to_string(),
-                    None => "f32, a block per position split, head and token".to_string(),
+                let kernel = match self.kernel_for(kind, hs, act, true) {
+                    PromptKernel::Mma(name, _) => format!("tensor cores ({name})"),
+                    PromptKernel::Tiled => "f32, tiled over queries".to_string(),
+                    PromptKernel::Split => {
+                        "f32, a block per position split, head and token".to_string()
+                    }
                 };
                 format!("head size {hs}: {kernel}")
             })
@@ -266,15 +279,13 @@ pub(crate) enum PromptKernel {
 impl Ops<'_> {
     /// The kernel [`Ops::attention`] runs `a` with here.
     pub(crate) fn prompt_kernel(&self, a: &PromptAttention) -> PromptKernel {
-        let p = &self.k.prompt;
-        if let Some(name) = p.mma_entry(a.cache.kind, a.hs, a.act)
-            && mma_reads_q(a)
+        match self
+            .k
+            .prompt
+            .kernel_for(a.cache.kind, a.hs, a.act, mma_reads_q(a))
         {
-            PromptKernel::Mma(name, self.mma_planned_spans(a))
-        } else if p.tiled_fits(a.hs) {
-            PromptKernel::Tiled
-        } else {
-            PromptKernel::Split
+            PromptKernel::Mma(name, _) => PromptKernel::Mma(name, self.mma_planned_spans(a)),
+            other => other,
         }
     }
 
@@ -467,6 +478,33 @@ fn merge_blocks(rows: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ladder_tries_tensor_cores_then_tiled_then_split() {
+        let mut device = PromptDevice {
+            tiled_max: 48 * 1024,
+            ..PromptDevice::default()
+        };
+        device.mma_max.insert("attention_mma_f16_128", 96 * 1024);
+        let kernel = |hs, aligned| device.kernel_for(KvKind::F16, hs, 1, aligned);
+        assert_eq!(
+            kernel(128, true),
+            PromptKernel::Mma("attention_mma_f16_128", 0)
+        );
+        // q not aligned for the tensor cores, or an f32 cache: the tiled kernel.
+        assert_eq!(kernel(128, false), PromptKernel::Tiled);
+        assert_eq!(
+            device.kernel_for(KvKind::F32, 128, 0, true),
+            PromptKernel::Tiled
+        );
+        // Head size 256: no tensor-core entry probed here, and too large for the tiled stage.
+        assert_eq!(kernel(256, true), PromptKernel::Split);
+        assert!(
+            device
+                .describe(KvKind::F16, 1, &[128, 256])
+                .contains("tensor cores")
+        );
+    }
 
     #[test]
     fn a_merge_block_takes_a_row_a_warp() {

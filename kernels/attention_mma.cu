@@ -92,7 +92,7 @@ __device__ __forceinline__ void am_mma(float (&d)[4], const u32 (&a)[4], u32 b0,
 
 template <int KV>
 __device__ __forceinline__ u16 am_half(float x) {
-    return KV == 1 ? f32_to_f16(x) : f32_to_bf16(x);
+    return (u16)half_bits(x, KV != 1);
 }
 
 template <int KV>

@@ -61,7 +61,7 @@ __device__ __forceinline__ float kv_load(const void* base, size_t i, int kv) {
 // Stores x (rounded to nearest in a half-precision cache) as element i.
 __device__ __forceinline__ void kv_store(void* base, size_t i, float x, int kv) {
     if (kv == 0) ((float*)base)[i] = x;
-    else ((u16*)base)[i] = kv == 1 ? f32_to_f16(x) : f32_to_bf16(x);
+    else ((u16*)base)[i] = (u16)half_bits(x, kv != 1);
 }
 
 // The first position a token at position p attends to (a sliding window of `window` positions,

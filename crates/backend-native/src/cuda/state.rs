@@ -424,8 +424,8 @@ fn attention_block(
         kv: b.kv_kind,
     };
     let width = l.heads * hs;
-    let mut half = None;
-    if m == 1 && ops.k.decode_fits(&decode) {
+    // The output's half copy, where a prompt attention's merge wrote one.
+    let half = if m == 1 && ops.k.decode_fits(&decode) {
         // One launch: rotary, the KV append and attention (a decode step, graph-captured).
         ops.attention_decode(&DecodeCall {
             qkv: b.qkv.ptr,
@@ -441,10 +441,11 @@ fn attention_block(
             softcap: l.softcap,
             act,
         })?;
+        None
     } else {
         let want = ops.half_copy(m, width, common_half([l.output.prompt_gemm(ops, m)]));
-        half = attention_chunk(ops, l, b, cache, (cos_sin, rot), m, (act, want))?;
-    }
+        attention_chunk(ops, l, b, cache, (cos_sin, rot), m, (act, want))?
+    };
     Ok(Input {
         x: b.attn.ptr,
         width,

@@ -569,9 +569,9 @@ mod tests {
     }
 
     #[test]
-    fn spans_make_two_waves_and_bound_their_length() {
-        // Llama-3-8B's 256-token chunks on 132 SMs: 8 KV heads x 16 row blocks make 128 blocks
-        // a span, so 9 spans (1,056 blocks).
+    fn spans_fill_one_wave_and_bound_their_length() {
+        // Llama-3-8B's 256-token chunks on 132 SMs at 4 blocks an SM: 8 KV heads x 16 row
+        // blocks make 128 blocks a span, so 4 spans (512 of the wave's 528 blocks).
         let wanted = 4 * 132;
         assert_eq!(mma_spans(128, wanted, 3840, 120), 4);
         // Qwen2.5-1.5B's: 2 KV heads x 24 row blocks, 11 spans (528 blocks: one wave).

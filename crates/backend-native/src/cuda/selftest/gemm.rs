@@ -35,7 +35,7 @@ impl Case {
     }
 }
 
-fn gemm_type(dt: Dt) -> GemmType {
+pub(super) fn gemm_type(dt: Dt) -> GemmType {
     match dt {
         Dt::F32 => GemmType::F32,
         Dt::F16 => GemmType::F16,

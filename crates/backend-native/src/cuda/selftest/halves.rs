@@ -4,7 +4,8 @@
 //! casting x itself. The prompt attention merge's copy is checked with the attention
 //! (`selftest.rs`).
 
-use super::linear::{Dt, rounded, weight_bytes};
+use super::gemm::gemm_type;
+use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
 use super::{Check, Ctx, Rng};
 use crate::cuda::blas::{Blas, GemmType, HalfCopy, Halves};
 use crate::cuda::kernels::{LinearShape, Ops};
@@ -18,10 +19,6 @@ pub(super) fn host_half(ty: GemmType, values: &[f32]) -> Vec<u16> {
         _ => half::f16::from_f32(v).to_bits(),
     };
     values.iter().map(|&v| one(v)).collect()
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
 }
 
 fn verdict(ok: bool) -> (&'static str, f32) {
@@ -63,7 +60,7 @@ pub(super) fn norm_checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
             len: m * width,
         };
         let (out, sum) = run(Some(copy))?;
-        let same = bits(&plain) == bits(&out) && bits(&plain_sum) == bits(&sum);
+        let same = bitwise_equal(&plain, &out) && bitwise_equal(&plain_sum, &sum);
         let copied = c.down(&dhalf, m * width)? == host_half(ty, &out);
         let (word, rel_diff) = verdict(same && copied);
         checks.push(Check {
@@ -86,14 +83,6 @@ const GEMM_CASES: [(Dt, usize, usize, usize, i32, bool, i32); 5] = [
     (Dt::Bf16, 256, 4864, 896, 2, false, -1),
     (Dt::F16, 9, 999, 77, 0, false, -1),
 ];
-
-fn gemm_type(dt: Dt) -> GemmType {
-    if dt == Dt::Bf16 {
-        GemmType::Bf16
-    } else {
-        GemmType::F16
-    }
-}
 
 /// The GEMM cases' layers, `(type, k, n)`, for the scratch the checks' handle needs.
 pub(super) fn gemm_layers() -> impl Iterator<Item = (GemmType, usize, usize)> {
@@ -156,7 +145,7 @@ pub(super) fn gemm_checks(
             Some(h) => epilogue && h == y_copy && c.down(&dyh, m * cols)? == host_half(ty, &read),
             None => !epilogue,
         };
-        let same = none.is_none() && bits(&cast) == bits(&read);
+        let same = none.is_none() && bitwise_equal(&cast, &read);
         let (word, rel_diff) = verdict(same && copy_ok);
         checks.push(Check {
             name: format!(

@@ -117,8 +117,7 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
 // rows k apart) holds columns first .. first + rows of packed [n, nb, bs/2] (low nibble first),
 // f32 scales [n, nb] and f32 zero points [n, nb] (null: 8), each w = (q - zp) * scale in f32 as
 // the GEMV kernels compute it, then stored as f32 (ty 0) or rounded to nearest even in f16
-// (ty 1) or bf16 (ty 2). One thread per packed byte (two values; bs is even, so both lie in one
-// block); padding past k in the last block is not written.
+// (ty 1) or bf16 (ty 2). Padding past k in the last block is not written.
 __device__ __forceinline__ void dequant_store(void* out, size_t i, float w, int ty) {
     if (ty == 0)
         ((float*)out)[i] = w;
@@ -126,12 +125,61 @@ __device__ __forceinline__ void dequant_store(void* out, size_t i, float w, int 
         ((u16*)out)[i] = (u16)half_bits(w, ty == 2);
 }
 
+// Values a thread of the vector path dequantises: 8 packed bytes, one load.
+#define DEQUANT_GROUP 16
+
+// The vector path's 16 values of one group, stored with 16-byte writes at `o` (16-aligned).
+__device__ __forceinline__ void dequant_group_store(const float* w, void* o, int ty) {
+    if (ty == 0) {
+        float4* f = (float4*)o;
+#pragma unroll
+        for (int q = 0; q < DEQUANT_GROUP / 4; q++)
+            f[q] = make_float4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+        return;
+    }
+    u32 pairs[DEQUANT_GROUP / 2];
+#pragma unroll
+    for (int j = 0; j < DEQUANT_GROUP / 2; j++)
+        pairs[j] = half_bits(w[2 * j], ty == 2) | (half_bits(w[2 * j + 1], ty == 2) << 16);
+    uint4* h = (uint4*)o;
+    h[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+    h[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
+}
+
+// Two paths, the same values. Vector (k and bs multiples of 16, aligned pointers): a thread
+// takes a group of 16 values (one 8-byte load, one scale: bs is a multiple of the group) and
+// writes it with 16-byte stores; one 32-bit division a group. Otherwise one thread per packed
+// byte (two values; bs is even, so both lie in one block).
 __device__ __forceinline__ void dequant_int4(const u8* packed, const float* scales,
                                              const float* zp, void* out, int first, int rows,
                                              int k, int bs, int ty) {
     int nb = (k + bs - 1) / bs;
     int half = (k + 1) / 2;
     size_t row_bytes = (size_t)nb * (bs / 2);
+    unsigned groups = (unsigned)k / DEQUANT_GROUP;
+    bool vec = (k % DEQUANT_GROUP) == 0 && (bs % DEQUANT_GROUP) == 0 &&
+               ((size_t)packed & 7) == 0 && ((size_t)out & 15) == 0 &&
+               (size_t)rows * groups < (1u << 31);
+    if (vec) {
+        unsigned total = (unsigned)rows * groups, stride = gridDim.x * blockDim.x;
+        int per = DEQUANT_GROUP * (ty == 0 ? 4 : 2);  // bytes of a group's output
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+            unsigned r = i / groups, g = i - r * groups;
+            size_t col = (size_t)first + r;
+            uint2 q = *(const uint2*)(packed + col * row_bytes + (size_t)g * (DEQUANT_GROUP / 2));
+            size_t at = col * nb + (g * DEQUANT_GROUP) / (unsigned)bs;
+            float s = scales[at], z = zp ? zp[at] : 8.0f;
+            float w[DEQUANT_GROUP];
+#pragma unroll
+            for (int j = 0; j < DEQUANT_GROUP / 2; j++) {
+                u32 byte = ((j < 4 ? q.x : q.y) >> (8 * (j & 3))) & 255u;
+                w[2 * j] = ((float)(byte & 15u) - z) * s;
+                w[2 * j + 1] = ((float)(byte >> 4) - z) * s;
+            }
+            dequant_group_store(w, (char*)out + (size_t)i * per, ty);
+        }
+        return;
+    }
     size_t total = (size_t)rows * half;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {

@@ -81,7 +81,7 @@ impl Ops<'_> {
             for first in (0..n).step_by(cols) {
                 let rows = cols.min(n - first);
                 let (fi, ri) = (int("column", first)?, int("columns", rows)?);
-                let grid = elementwise_blocks(rows * k.div_ceil(2));
+                let grid = elementwise_blocks(dequant_items(rows, k, block));
                 let launch_cfg = cfg((grid, 1, 1), 256, 0);
                 launch!(
                     self, f, launch_cfg, &packed, &scales, &zp, &scratch, &fi, &ri, &ki, &bs
@@ -91,5 +91,34 @@ impl Ops<'_> {
             }
             Ok(())
         })
+    }
+}
+
+/// Values a thread of the dequantisation's vector path takes (`DEQUANT_GROUP`).
+const DEQUANT_GROUP: usize = 16;
+
+/// Threads `dequant_int4_*` wants for `rows` columns of `k` values in blocks of `block`: one a
+/// group of 16 values where k and the block are multiples of 16 (the vector path), else one a
+/// packed byte. The kernel walks the grid in strides, so fewer (the cap) still covers them.
+fn dequant_items(rows: usize, k: usize, block: usize) -> usize {
+    if k.is_multiple_of(DEQUANT_GROUP) && block.is_multiple_of(DEQUANT_GROUP) {
+        rows * (k / DEQUANT_GROUP)
+    } else {
+        rows * k.div_ceil(2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dequant_items;
+
+    #[test]
+    fn the_vector_path_takes_a_thread_for_sixteen_values() {
+        assert_eq!(dequant_items(3, 4096, 32), 3 * 256);
+        assert_eq!(dequant_items(3, 4096, 16), 3 * 256);
+        // k or the block not a multiple of 16: a thread a packed byte.
+        assert_eq!(dequant_items(2, 1000, 16), 2 * 500);
+        assert_eq!(dequant_items(2, 999, 64), 2 * 500);
+        assert_eq!(dequant_items(2, 1024, 8), 2 * 512);
     }
 }

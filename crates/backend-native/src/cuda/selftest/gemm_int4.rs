@@ -60,8 +60,9 @@ pub(super) fn cases() -> Vec<Case> {
         all.extend([
             c(2, 1536, 256, 32, true, 0, -1),
             c(128, 896, 1152, 32, true, 0, -1),
-            c(7, 1000, 77, 16, true, 0, -1), // k not a multiple of the block
+            c(7, 1000, 77, 16, true, 0, -1), // k not a multiple of the block (nor of 16)
             c(3, 999, 64, 64, false, 0, -1), // odd k, zero points 8
+            c(4, 1024, 48, 16, false, 0, -1), // 16-value groups, one scale each, zero points 8
             c(130, 4096, 96, 128, true, 0, -1),
             c(5, 1536, 200, 32, true, 1, -1),
             c(9, 896, 128, 32, true, 0, 0), // SiLU GLU over (gate, up) rows

@@ -204,10 +204,28 @@ pub(crate) fn common_half(
 /// wider layer runs as several GEMMs over column slices.
 pub(crate) const DEQUANT_VALUES: usize = 16 << 20;
 
-/// Columns of a `[n, k]` int4 weight dequantised per GEMM: as many as [`DEQUANT_VALUES`] hold,
-/// at least one.
+/// Columns a slice of a wider int4 layer holds a multiple of, where the scratch allows.
+const DEQUANT_ALIGN: usize = 64;
+
+/// Columns of a `[n, k]` int4 weight dequantised per GEMM: all of them where
+/// [`DEQUANT_VALUES`] holds them, else the fewest slices that fit, as even as a multiple of
+/// [`DEQUANT_ALIGN`] allows (at least one column). Each slice's GEMM then writes columns that
+/// start 256-byte aligned and fill whole tiles: round 35 measured Llama-3-8B's down projection
+/// cut at 1,170 columns (what the scratch holds) on a split-K Ampere kernel at a third of the
+/// speed of the aligned slices.
 pub(crate) fn dequant_cols(k: usize, n: usize) -> usize {
-    (DEQUANT_VALUES / k.max(1)).clamp(1, n.max(1))
+    let (most, n) = ((DEQUANT_VALUES / k.max(1)).max(1), n.max(1));
+    if most >= n {
+        return n;
+    }
+    let even = n.div_ceil(n.div_ceil(most)).next_multiple_of(DEQUANT_ALIGN);
+    if even <= most {
+        even
+    } else if most >= DEQUANT_ALIGN {
+        most / DEQUANT_ALIGN * DEQUANT_ALIGN
+    } else {
+        most
+    }
 }
 
 /// A generation's GEMM scratch: x cast to 16 bits `[CHUNK, k]` for the widest half-precision

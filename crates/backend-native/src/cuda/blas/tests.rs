@@ -92,12 +92,31 @@ fn dequantised_slices_cover_every_column_within_the_scratch() {
     // A narrow layer is one slice; a row longer than the scratch still gets one column.
     assert_eq!(dequant_cols(1536, 2048), 2048);
     assert_eq!(dequant_cols(DEQUANT_VALUES + 1, 5), 1);
-    for (k, n) in [(4096, 28_672), (14_336, 4096), (896, 1152), (4096, 4098)] {
+    // Llama-3-8B down: the scratch holds 1,170 columns of 14,336; four even slices of 1,024.
+    assert_eq!(dequant_cols(14_336, 4096), 1024);
+    // Two slices of a layer one column too wide: 2,112 (a multiple of 64) and the rest.
+    assert_eq!(dequant_cols(4096, 4097), 2112);
+    for (k, n) in [
+        (4096, 28_672),
+        (14_336, 4096),
+        (896, 1152),
+        (4096, 4098),
+        (18_944, 3584),
+        (13_824, 5120),
+        (300_000, 7000),
+    ] {
         let cols = dequant_cols(k, n);
         assert!(
             cols * k <= DEQUANT_VALUES && cols >= 1 && cols <= n,
             "k {k} n {n}"
         );
+        // A slice of a wider layer is a multiple of 64 columns where 64 fit.
+        let most = DEQUANT_VALUES / k;
+        if cols < n && most >= 64 {
+            assert_eq!(cols % 64, 0, "k {k} n {n}");
+            // and no more slices than the scratch needs.
+            assert_eq!(n.div_ceil(cols), n.div_ceil(most), "k {k} n {n}");
+        }
     }
 }
 

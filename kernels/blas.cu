@@ -125,10 +125,8 @@ __device__ __forceinline__ void dequant_store(void* out, size_t i, float w, int 
         ((u16*)out)[i] = (u16)half_bits(w, ty == 2);
 }
 
-// Values a group of the vector path holds: 8 packed bytes, one load.
+// Values a thread of the vector path dequantises: 8 packed bytes, one load.
 #define DEQUANT_GROUP 16
-// Groups a thread of the vector path takes per pass of the grid (DEQUANT_UNROLL in blas/int4.rs).
-#define DEQUANT_UNROLL 4
 
 // The vector path's 16 values of one group, stored with 16-byte writes at `o` (16-aligned).
 __device__ __forceinline__ void dequant_group_store(const float* w, void* o, int ty) {
@@ -163,38 +161,22 @@ __device__ __forceinline__ void dequant_int4(const u8* packed, const float* scal
                ((size_t)packed & 7) == 0 && ((size_t)out & 15) == 0 &&
                (size_t)rows * groups < (1u << 31);
     if (vec) {
-        // DEQUANT_UNROLL groups a thread, their loads issued before any store: one group's
-        // 16 bytes of loads a thread leave DRAM latency-bound (round 35: 2.6 TB/s).
         unsigned total = (unsigned)rows * groups, stride = gridDim.x * blockDim.x;
         int per = DEQUANT_GROUP * (ty == 0 ? 4 : 2);  // bytes of a group's output
-        for (unsigned base = blockIdx.x * blockDim.x + threadIdx.x; base < total;
-             base += DEQUANT_UNROLL * stride) {
-            uint2 q[DEQUANT_UNROLL];
-            float s[DEQUANT_UNROLL], z[DEQUANT_UNROLL];
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+            unsigned r = i / groups, g = i - r * groups;
+            size_t col = (size_t)first + r;
+            uint2 q = *(const uint2*)(packed + col * row_bytes + (size_t)g * (DEQUANT_GROUP / 2));
+            size_t at = col * nb + (g * DEQUANT_GROUP) / (unsigned)bs;
+            float s = scales[at], z = zp ? zp[at] : 8.0f;
+            float w[DEQUANT_GROUP];
 #pragma unroll
-            for (int u = 0; u < DEQUANT_UNROLL; u++) {
-                unsigned i = base + u * stride;
-                if (i >= total) break;
-                unsigned r = i / groups, g = i - r * groups;
-                size_t col = (size_t)first + r;
-                q[u] = *(const uint2*)(packed + col * row_bytes + (size_t)g * (DEQUANT_GROUP / 2));
-                size_t at = col * nb + (g * DEQUANT_GROUP) / (unsigned)bs;
-                s[u] = scales[at];
-                z[u] = zp ? zp[at] : 8.0f;
+            for (int j = 0; j < DEQUANT_GROUP / 2; j++) {
+                u32 byte = ((j < 4 ? q.x : q.y) >> (8 * (j & 3))) & 255u;
+                w[2 * j] = ((float)(byte & 15u) - z) * s;
+                w[2 * j + 1] = ((float)(byte >> 4) - z) * s;
             }
-#pragma unroll
-            for (int u = 0; u < DEQUANT_UNROLL; u++) {
-                unsigned i = base + u * stride;
-                if (i >= total) break;
-                float w[DEQUANT_GROUP];
-#pragma unroll
-                for (int j = 0; j < DEQUANT_GROUP / 2; j++) {
-                    u32 byte = ((j < 4 ? q[u].x : q[u].y) >> (8 * (j & 3))) & 255u;
-                    w[2 * j] = ((float)(byte & 15u) - z[u]) * s[u];
-                    w[2 * j + 1] = ((float)(byte >> 4) - z[u]) * s[u];
-                }
-                dequant_group_store(w, (char*)out + (size_t)i * per, ty);
-            }
+            dequant_group_store(w, (char*)out + (size_t)i * per, ty);
         }
         return;
     }

@@ -88,7 +88,10 @@ pub(crate) fn choose(option: Option<bool>, stream: &CudaStream) -> (bool, String
     match Handle::new(stream) {
         Ok(_) => (
             true,
-            "prompt linear layers: cuBLAS GEMMs for dense weights".into(),
+            match parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()) {
+                Ok(_) => "prompt linear layers: cuBLAS GEMMs for dense weights".into(),
+                Err(why) => format!("prompt linear layers: cuBLAS GEMMs for dense weights; {why}"),
+            },
         ),
         Err(why) => (
             false,
@@ -204,17 +207,49 @@ pub(crate) fn common_half(
 /// wider layer runs as several GEMMs over column slices.
 pub(crate) const DEQUANT_VALUES: usize = 16 << 20;
 
+/// Environment variable: Mi values of an int4 layer's weight dequantised per prompt GEMM, a
+/// power of two from 1 to 256 (unset: [`DEQUANT_VALUES`]), an A/B switch for the slices'
+/// width. Any other value is ignored, and the prompt route's reason says so.
+pub const DEQUANT_ENV: &str = "GENAI_BRIDGE_DEQUANT_MI";
+
+/// [`DEQUANT_ENV`]'s value in values (unset: [`DEQUANT_VALUES`]), or why it is ignored.
+fn parse_dequant(value: Option<&str>) -> Result<usize, String> {
+    let Some(v) = value else {
+        return Ok(DEQUANT_VALUES);
+    };
+    match v.trim().parse::<usize>() {
+        Ok(mi) if mi.is_power_of_two() && mi <= 256 => Ok(mi << 20),
+        _ => Err(format!(
+            "{DEQUANT_ENV}={v:?} ignored (a power of two from 1 to 256)"
+        )),
+    }
+}
+
+/// Values of an int4 layer dequantised per prompt GEMM in this process ([`DEQUANT_ENV`]).
+pub(crate) fn dequant_values() -> usize {
+    static VALUES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *VALUES.get_or_init(|| {
+        parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()).unwrap_or(DEQUANT_VALUES)
+    })
+}
+
 /// Columns a slice of a wider int4 layer holds a multiple of, where the scratch allows.
 const DEQUANT_ALIGN: usize = 64;
 
-/// Columns of a `[n, k]` int4 weight dequantised per GEMM: all of them where
-/// [`DEQUANT_VALUES`] holds them, else the fewest slices that fit, as even as a multiple of
+/// Columns of a `[n, k]` int4 weight dequantised per GEMM in this process: [`dequant_cols_in`]
+/// with [`dequant_values`].
+pub(crate) fn dequant_cols(k: usize, n: usize) -> usize {
+    dequant_cols_in(k, n, dequant_values())
+}
+
+/// Columns of a `[n, k]` int4 weight dequantised per GEMM with room for `values`: all of them
+/// where they fit, else the fewest slices that fit, as even as a multiple of
 /// [`DEQUANT_ALIGN`] allows (at least one column). Each slice's GEMM then writes columns that
 /// start 256-byte aligned and fill whole tiles: round 35 measured Llama-3-8B's down projection
 /// cut at 1,170 columns (what the scratch holds) on a split-K Ampere kernel at a third of the
 /// speed of the aligned slices.
-pub(crate) fn dequant_cols(k: usize, n: usize) -> usize {
-    let (most, n) = ((DEQUANT_VALUES / k.max(1)).max(1), n.max(1));
+pub(crate) fn dequant_cols_in(k: usize, n: usize, values: usize) -> usize {
+    let (most, n) = ((values / k.max(1)).max(1), n.max(1));
     if most >= n {
         return n;
     }

@@ -4,7 +4,7 @@
 //! token can be captured once as a CUDA graph and replayed at any position.
 
 use crate::cuda::blas::{
-    Blas, DEQUANT_VALUES, GemmScratch, GemmType, HalfCopy, Halves, common_half,
+    Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half, dequant_values,
 };
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
@@ -164,7 +164,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             .iter()
             .any(|l| matches!(l.weight, genai_frontend::Weight::Int4(_)))
         {
-            4 * DEQUANT_VALUES.max(widest_in)
+            4 * dequant_values().max(widest_in)
         } else {
             0
         },

@@ -80,7 +80,7 @@ fn the_scratch_fits_the_widest_layers_of_a_chunk() {
     let int4 = [(GemmType::F16, 4096, 28_672), (GemmType::F16, 14_336, 4096)];
     let s = GemmScratch::of([], int4);
     assert_eq!((s.cast, s.out), (CHUNK * 14_336, CHUNK * 28_672));
-    assert_eq!(s.dequant, 2 * DEQUANT_VALUES);
+    assert_eq!(s.dequant, 2 * dequant_values());
     let small = GemmScratch::of([], [(GemmType::F32, 1536, 2048)]);
     assert_eq!(small.dequant, 4 * 1536 * 2048);
 }
@@ -88,14 +88,14 @@ fn the_scratch_fits_the_widest_layers_of_a_chunk() {
 #[test]
 fn dequantised_slices_cover_every_column_within_the_scratch() {
     // Llama-3-8B gate/up: 4096 columns of 4096 values per slice, 7 slices.
-    assert_eq!(dequant_cols(4096, 28_672), 4096);
+    assert_eq!(dequant_cols_in(4096, 28_672, DEQUANT_VALUES), 4096);
     // A narrow layer is one slice; a row longer than the scratch still gets one column.
-    assert_eq!(dequant_cols(1536, 2048), 2048);
-    assert_eq!(dequant_cols(DEQUANT_VALUES + 1, 5), 1);
+    assert_eq!(dequant_cols_in(1536, 2048, DEQUANT_VALUES), 2048);
+    assert_eq!(dequant_cols_in(DEQUANT_VALUES + 1, 5, DEQUANT_VALUES), 1);
     // Llama-3-8B down: the scratch holds 1,170 columns of 14,336; four even slices of 1,024.
-    assert_eq!(dequant_cols(14_336, 4096), 1024);
+    assert_eq!(dequant_cols_in(14_336, 4096, DEQUANT_VALUES), 1024);
     // Two slices of a layer one column too wide: 2,112 (a multiple of 64) and the rest.
-    assert_eq!(dequant_cols(4096, 4097), 2112);
+    assert_eq!(dequant_cols_in(4096, 4097, DEQUANT_VALUES), 2112);
     for (k, n) in [
         (4096, 28_672),
         (14_336, 4096),
@@ -105,7 +105,7 @@ fn dequantised_slices_cover_every_column_within_the_scratch() {
         (13_824, 5120),
         (300_000, 7000),
     ] {
-        let cols = dequant_cols(k, n);
+        let cols = dequant_cols_in(k, n, DEQUANT_VALUES);
         assert!(
             cols * k <= DEQUANT_VALUES && cols >= 1 && cols <= n,
             "k {k} n {n}"
@@ -169,4 +169,17 @@ fn a_half_copy_passes_its_address_and_type_to_the_kernels() {
     assert_eq!(HalfCopy::args(None), (0, 0));
     assert_eq!(HalfCopy::args(Some(copy(GemmType::F16))), (0x1000, 0));
     assert_eq!(HalfCopy::args(Some(copy(GemmType::Bf16))), (0x1000, 1));
+}
+
+#[test]
+fn the_slice_switch_takes_powers_of_two_up_to_256_mi() {
+    assert_eq!(parse_dequant(None), Ok(DEQUANT_VALUES));
+    assert_eq!(parse_dequant(Some("32")), Ok(32 << 20));
+    assert_eq!(parse_dequant(Some(" 1 ")), Ok(1 << 20));
+    for bad in ["0", "24", "512", "-1", "x", ""] {
+        let why = parse_dequant(Some(bad)).expect_err(bad);
+        assert!(why.contains(DEQUANT_ENV), "{why}");
+    }
+    // A wider scratch takes fewer, wider slices.
+    assert_eq!(dequant_cols_in(4096, 28_672, 64 << 20), 14_336);
 }

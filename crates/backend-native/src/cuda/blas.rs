@@ -203,12 +203,14 @@ pub(crate) fn common_half(
     found
 }
 
-/// Values of an int4 layer's weight dequantised at once for a prompt GEMM (32 MiB at f16): a
-/// wider layer runs as several GEMMs over column slices.
-pub(crate) const DEQUANT_VALUES: usize = 16 << 20;
+/// Values of an int4 layer's weight dequantised at once for a prompt GEMM (64 MiB at f16): a
+/// wider layer runs as several GEMMs over column slices. Round 35 (H200, Llama-3-8B int4):
+/// 32 Mi against 16 Mi took the time to first token from 13.8 to 13.0 ms at 128 tokens and
+/// from 244 to 232 ms at 3,584; 64 Mi gave the same as 32 (12.9, 232) for twice the memory.
+pub(crate) const DEQUANT_VALUES: usize = 32 << 20;
 
 /// Environment variable: Mi values of an int4 layer's weight dequantised per prompt GEMM, a
-/// power of two from 1 to 256 (unset: [`DEQUANT_VALUES`]), an A/B switch for the slices'
+/// power of two from 1 to 256 (unset: [`DEQUANT_VALUES`], 32), an A/B switch for the slices'
 /// width. Any other value is ignored, and the prompt route's reason says so.
 pub const DEQUANT_ENV: &str = "GENAI_BRIDGE_DEQUANT_MI";
 

@@ -11,7 +11,7 @@ use super::gemm::{check, cpu_linear, in_slice, sum_tol};
 use super::linear::{Dt, rounded};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::blas::{Blas, GemmType, Halves};
+use crate::cuda::blas::{Blas, GemmType, Halves, dequant_values};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
 
@@ -68,12 +68,13 @@ pub(super) fn cases() -> Vec<Case> {
             c(9, 896, 128, 32, true, 0, 0), // SiLU GLU over (gate, up) rows
         ]);
     }
-    // Wider than one dequantised slice (16 Mi values): two GEMMs into one output.
+    // Wider than one dequantised slice (`dequant_values()`, 32 Mi values by default): two
+    // or more GEMMs into one output, the last slice narrower than the others.
     let wide = |dt, glu| Case {
         dt,
         m: 3,
         k: 4096,
-        n: 4098,
+        n: dequant_values() / 4096 + 2,
         bs: 32,
         zp: true,
         act: 0,

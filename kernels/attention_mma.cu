@@ -97,7 +97,7 @@ __device__ __forceinline__ u16 am_half(float x) {
 
 template <int KV>
 __device__ __forceinline__ float am_float(u16 h) {
-    return KV == 1 ? f16_to_f32(h) : bf16_to_f32(h);
+    return half_value(h, KV != 1);
 }
 
 // Half-precision parts of the weights P: f16 two (11 + 11 bits), bf16 three (8 + 8 + 8).

@@ -22,14 +22,14 @@ __device__ __forceinline__ void load8(const u16* w, float* out, bool bf) {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         u16 lo = (u16)(words[i] & 0xffffu), hi = (u16)(words[i] >> 16);
-        out[2 * i] = bf ? bf16_to_f32(lo) : f16_to_f32(lo);
-        out[2 * i + 1] = bf ? bf16_to_f32(hi) : f16_to_f32(hi);
+        out[2 * i] = half_value(lo, bf);
+        out[2 * i + 1] = half_value(hi, bf);
     }
 }
 
 __device__ __forceinline__ float load1(const float* w, bool) { return *w; }
 __device__ __forceinline__ float load1(const u16* w, bool bf) {
-    return bf ? bf16_to_f32(*w) : f16_to_f32(*w);
+    return half_value(*w, bf);
 }
 
 // The 8 weights of the unit at column c (values past k read as 0).

@@ -41,6 +41,11 @@ __device__ __forceinline__ u32 half_bits(float x, bool bf) {
     return bf ? f32_to_bf16(x) : f32_to_f16(x);
 }
 
+// The value of f16 (bf false) or bf16 (bf true) bits: half_bits' inverse.
+__device__ __forceinline__ float half_value(u16 h, bool bf) {
+    return bf ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
 __device__ __forceinline__ float round_act(float x, int act) {
     if (act == 1) return f16_to_f32(f32_to_f16(x));
     if (act == 2) return bf16_to_f32(f32_to_bf16(x));
@@ -55,7 +60,7 @@ __device__ __forceinline__ float round_act(float x, int act) {
 __device__ __forceinline__ float kv_load(const void* base, size_t i, int kv) {
     if (kv == 0) return ((const float*)base)[i];
     u16 h = ((const u16*)base)[i];
-    return kv == 1 ? f16_to_f32(h) : bf16_to_f32(h);
+    return half_value(h, kv != 1);
 }
 
 // Stores x (rounded to nearest in a half-precision cache) as element i.
@@ -462,7 +467,7 @@ __device__ __forceinline__ float dot_unit(const uint4 (&raw)[H], const float* xv
             wv = __uint_as_float(words[e]);
         } else {
             u16 bits = (u16)(e & 1 ? words[e / 2] >> 16 : words[e / 2] & 0xffffu);
-            wv = KIND == 1 ? f16_to_f32(bits) : bf16_to_f32(bits);
+            wv = half_value(bits, KIND != 1);
         }
         acc = fmaf(wv, xv[e], acc);
     }

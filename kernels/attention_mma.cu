@@ -76,18 +76,7 @@ __device__ __forceinline__ void am_stage(u16* st, const u16* __restrict__ k_head
 
 template <int KV>
 __device__ __forceinline__ void am_mma(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-#if __CUDA_ARCH__ >= 800
-    if constexpr (KV == 1)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
+    mma_16816<KV != 1>(d, a, b0, b1);
 }
 
 template <int KV>

@@ -214,3 +214,115 @@ extern "C" __global__ void dequant_int4_bf16(const u8* packed, const float* scal
     pdl_enter();
     dequant_int4(packed, scales, zp, out, first, rows, k, bs, 2);
 }
+
+// ---- int4 prompt rows on the tensor cores, no dequantised copy ------------------------------
+//
+// gemm_int4_skinny_*: c [m, n] (rows ldc apart, f32) = x [m, k] (f16 or bf16, rows ldx apart)
+// · W^T for m <= 16 rows and a MatMulNBits W (packed [n, nb, bs/2], f32 scales and zero points
+// [n, nb], null zero points: 8), each weight w = (q - zp) * scale in f32 rounded to x's type,
+// the value dequant_int4 stores, so the same products as the dequantised GEMM in another
+// summation order. The x rows are the mma's 16 a rows (rows past m read as 0); a block takes 32
+// weight columns as four n8 tiles, its 8 warps every 8th group of 32 k values. For a group, lane
+// (g = lane / 4, t = lane % 4) loads the 16 packed bytes of column g of each tile (the four
+// lanes of a column read the same bytes: one sector) and turns byte t of each word into the
+// (2t, 2t + 1) pairs its b fragments take: words 0 and 1 for the first k16 step, 2 and 3 for the
+// second. The warps' sums meet in shared memory, added in warp order. The host takes this for
+// k a multiple of 32, 16-byte aligned packed rows and x, where nothing is dequantised first.
+#define SKINNY_WARPS 8
+#define SKINNY_TILES 4
+#define SKINNY_COLS (8 * SKINNY_TILES)
+
+template <bool BF>
+__device__ __forceinline__ void gemm_int4_skinny(const u16* __restrict__ x, int ldx,
+                                                 const u8* __restrict__ packed,
+                                                 const float* __restrict__ scales,
+                                                 const float* __restrict__ zp,
+                                                 float* __restrict__ c, int ldc, int m, int n,
+                                                 int k, int bs) {
+    __shared__ float partial[SKINNY_WARPS][16][SKINNY_COLS];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    int col0 = blockIdx.x * SKINNY_COLS;
+    int nb = (k + bs - 1) / bs, groups = k / 32;
+    size_t row_bytes = (size_t)nb * (bs / 2);
+    pdl_enter();
+    float d[SKINNY_TILES][4];
+#pragma unroll
+    for (int j = 0; j < SKINNY_TILES; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) d[j][e] = 0.0f;
+    const u16* xa = x + (size_t)g * ldx;
+    const u16* xb = x + (size_t)(g + 8) * ldx;
+    bool ra = g < m, rb = g + 8 < m;
+    for (int kb = warp; kb < groups; kb += SKINNY_WARPS) {
+        uint4 wq[SKINNY_TILES];
+        float s[SKINNY_TILES][2], z[SKINNY_TILES][2];
+#pragma unroll
+        for (int j = 0; j < SKINNY_TILES; j++) {
+            int col = col0 + 8 * j + g;
+            if (col < n) {
+                wq[j] = *(const uint4*)(packed + (size_t)col * row_bytes + (size_t)kb * 16);
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    size_t at = (size_t)col * nb + (kb * 32 + 16 * h) / bs;
+                    s[j][h] = scales[at];
+                    z[j][h] = zp ? zp[at] : 8.0f;
+                }
+            } else {
+                wq[j] = make_uint4(0u, 0u, 0u, 0u);
+                s[j][0] = s[j][1] = 0.0f;
+                z[j][0] = z[j][1] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int k0 = kb * 32 + 16 * h + 2 * t;
+            u32 a[4];
+            a[0] = ra ? *(const u32*)(xa + k0) : 0u;
+            a[1] = rb ? *(const u32*)(xb + k0) : 0u;
+            a[2] = ra ? *(const u32*)(xa + k0 + 8) : 0u;
+            a[3] = rb ? *(const u32*)(xb + k0 + 8) : 0u;
+#pragma unroll
+            for (int j = 0; j < SKINNY_TILES; j++) {
+                u32 words[4] = {wq[j].x, wq[j].y, wq[j].z, wq[j].w};
+                u32 b[2];
+#pragma unroll
+                for (int p = 0; p < 2; p++) {
+                    u32 byte = (words[2 * h + p] >> (8 * t)) & 255u;
+                    float lo = ((float)(byte & 15u) - z[j][h]) * s[j][h];
+                    float hi = ((float)(byte >> 4) - z[j][h]) * s[j][h];
+                    b[p] = half_bits(lo, BF) | (half_bits(hi, BF) << 16);
+                }
+                mma_16816<BF>(d[j], a, b[0], b[1]);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < SKINNY_TILES; j++) {
+        int cc = 8 * j + 2 * t;
+        partial[warp][g][cc] = d[j][0];
+        partial[warp][g][cc + 1] = d[j][1];
+        partial[warp][g + 8][cc] = d[j][2];
+        partial[warp][g + 8][cc + 1] = d[j][3];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 16 * SKINNY_COLS; i += blockDim.x) {
+        int r = i / SKINNY_COLS, cc = i % SKINNY_COLS, col = col0 + cc;
+        if (r >= m || col >= n) continue;
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < SKINNY_WARPS; w++) sum += partial[w][r][cc];
+        c[(size_t)r * ldc + col] = sum;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
+    gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales,
+                         const float* zp, float* c, int ldc, int m, int n, int k, int bs) {
+    gemm_int4_skinny<false>(x, ldx, packed, scales, zp, c, ldc, m, n, k, bs);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
+    gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales,
+                          const float* zp, float* c, int ldc, int m, int n, int k, int bs) {
+    gemm_int4_skinny<true>(x, ldx, packed, scales, zp, c, ldc, m, n, k, bs);
+}

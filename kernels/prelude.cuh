@@ -52,6 +52,25 @@ __device__ __forceinline__ float round_act(float x, int act) {
     return x;
 }
 
+// d += a · b on the tensor cores (sm_80 and later): one m16n8k16 product of f16 (BF false) or
+// bf16 (BF true) operands with f32 accumulation, the fragments in the PTX ISA's layout (lane
+// g * 4 + t holds rows g and g + 8 of a and d, k pairs 2t and 2t + 8 of b's column g).
+template <bool BF>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+#if __CUDA_ARCH__ >= 800
+    if constexpr (!BF)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
 // ---- KV cache elements ----------------------------------------------------------------------
 //
 // The KV cache holds keys and values in the activations' precision (`kv`: 0 f32, 1 f16, 2 bf16;

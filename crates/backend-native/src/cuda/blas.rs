@@ -88,10 +88,16 @@ pub(crate) fn choose(option: Option<bool>, stream: &CudaStream) -> (bool, String
     match Handle::new(stream) {
         Ok(_) => (
             true,
-            match parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()) {
-                Ok(_) => "prompt linear layers: cuBLAS GEMMs for dense weights".into(),
-                Err(why) => format!("prompt linear layers: cuBLAS GEMMs for dense weights; {why}"),
-            },
+            [
+                parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()).err(),
+                int4::parse_skinny(std::env::var(int4::INT4_SKINNY_ENV).ok().as_deref()).err(),
+            ]
+            .into_iter()
+            .flatten()
+            .fold(
+                "prompt linear layers: cuBLAS GEMMs for dense weights".to_string(),
+                |reason, why| format!("{reason}; {why}"),
+            ),
         ),
         Err(why) => (
             false,
@@ -672,6 +678,7 @@ impl Ops<'_> {
 }
 
 mod int4;
+pub(crate) use int4::skinny_takes;
 
 #[cfg(test)]
 mod tests;

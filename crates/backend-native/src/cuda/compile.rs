@@ -145,6 +145,8 @@ pub const SOURCES: &[Source] = &[
             "dequant_int4_f32",
             "dequant_int4_f16",
             "dequant_int4_bf16",
+            "gemm_int4_skinny_f16",
+            "gemm_int4_skinny_bf16",
         ],
     },
     Source {

@@ -78,6 +78,24 @@ impl Ops<'_> {
         let (ki, bs) = (int("k", k)?, int("block", block)?);
         let scratch = blas.dequant.ptr;
         self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
+            if let Some(entry) = skinny_entry(ty, s.m, k, block, (packed, b, ldb)) {
+                let f = self.k.get(entry)?;
+                let (ldbi, ldci, mi, ni) = (
+                    int("ldx", ldb)?,
+                    int("ldc", ldc)?,
+                    int("m", s.m)?,
+                    int("n", n)?,
+                );
+                let grid = u32::try_from(n.div_ceil(SKINNY_COLS)).map_err(|_| Error::Invalid {
+                    what: "int4 GEMM",
+                    why: format!("{n} columns"),
+                })?;
+                let launch_cfg = cfg((grid, 1, 1), 32 * SKINNY_WARPS, 0);
+                return launch!(
+                    self, f, launch_cfg, &b, &ldbi, &packed, &scales, &zp, &c, &ldci, &mi, &ni,
+                    &ki, &bs
+                );
+            }
             for first in (0..n).step_by(cols) {
                 let rows = cols.min(n - first);
                 let (fi, ri) = (int("column", first)?, int("columns", rows)?);
@@ -92,6 +110,66 @@ impl Ops<'_> {
             Ok(())
         })
     }
+}
+
+/// Environment variable: `1` runs int4 prompt layers of up to 16 rows (f16/bf16 activations)
+/// on the tensor cores straight from the packed weights (`gemm_int4_skinny_*` in
+/// kernels/blas.cu), with no dequantised copy; an A/B switch, off until measured. A value other
+/// than `0` or `1` is ignored, and the prompt route's reason says so.
+pub const INT4_SKINNY_ENV: &str = "GENAI_BRIDGE_INT4_SKINNY";
+
+/// Rows of x the skinny kernel takes at most (the mma's 16 rows).
+const SKINNY_ROWS: usize = 16;
+/// Weight columns a block of the skinny kernel takes (`SKINNY_COLS`).
+const SKINNY_COLS: usize = 32;
+/// Warps of a skinny block (`SKINNY_WARPS`).
+const SKINNY_WARPS: u32 = 8;
+
+/// [`INT4_SKINNY_ENV`]'s value: on, off (unset or `0`), or why it is ignored.
+pub(crate) fn parse_skinny(value: Option<&str>) -> Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(v) => Err(format!("{INT4_SKINNY_ENV}={v:?} ignored (0 or 1)")),
+    }
+}
+
+/// Whether this process runs short int4 prompts through the skinny kernel.
+fn skinny_wanted() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        parse_skinny(std::env::var(INT4_SKINNY_ENV).ok().as_deref()).unwrap_or(false)
+    })
+}
+
+/// The skinny entry for a layer of `k` inputs in blocks of `block` over `m` rows of x in `ty`
+/// at `x16` (rows `ldx` apart) with its packed weight at `packed`, where it may run: wanted, a
+/// 16-bit x of at most 16 rows, k a multiple of 32 (whole 32-value groups; the packed rows then
+/// 16-byte multiples), the packed weight 16-byte aligned and x's rows 4-byte aligned.
+fn skinny_entry(
+    ty: GemmType,
+    m: usize,
+    k: usize,
+    block: usize,
+    (packed, x16, ldx): (DevPtr, DevPtr, usize),
+) -> Option<&'static str> {
+    let entry = match ty {
+        GemmType::F16 => "gemm_int4_skinny_f16",
+        GemmType::Bf16 => "gemm_int4_skinny_bf16",
+        GemmType::F32 => return None,
+    };
+    let aligned = packed.is_multiple_of(16) && x16.is_multiple_of(4) && ldx.is_multiple_of(2);
+    (aligned && skinny_takes(ty, m, k, block)).then_some(entry)
+}
+
+/// Whether a layer of this shape takes the skinny kernel in this process where its pointers
+/// are aligned (the selftest names the cases that do).
+pub(crate) fn skinny_takes(ty: GemmType, m: usize, k: usize, block: usize) -> bool {
+    ty != GemmType::F32
+        && m <= SKINNY_ROWS
+        && k.is_multiple_of(32)
+        && block >= 16
+        && skinny_wanted()
 }
 
 /// Values a thread of the dequantisation's vector path takes (`DEQUANT_GROUP`).
@@ -112,7 +190,18 @@ fn dequant_items(rows: usize, k: usize, block: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::dequant_items;
+    use super::{INT4_SKINNY_ENV, dequant_items, parse_skinny};
+
+    #[test]
+    fn the_skinny_switch_takes_0_or_1() {
+        assert_eq!(parse_skinny(None), Ok(false));
+        assert_eq!(parse_skinny(Some("0")), Ok(false));
+        assert_eq!(parse_skinny(Some(" 1")), Ok(true));
+        for bad in ["2", "yes", ""] {
+            let why = parse_skinny(Some(bad)).expect_err(bad);
+            assert!(why.contains(INT4_SKINNY_ENV), "{why}");
+        }
+    }
 
     #[test]
     fn the_vector_path_takes_a_thread_for_sixteen_values() {

@@ -11,7 +11,7 @@ use super::gemm::{check, cpu_linear, in_slice, sum_tol};
 use super::linear::{Dt, rounded};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::blas::{Blas, GemmType, Halves, dequant_values};
+use crate::cuda::blas::{Blas, GemmType, Halves, dequant_values, skinny_takes};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
 
@@ -63,6 +63,8 @@ pub(super) fn cases() -> Vec<Case> {
             c(7, 1000, 77, 16, true, 0, -1), // k not a multiple of the block (nor of 16)
             c(3, 999, 64, 64, false, 0, -1), // odd k, zero points 8
             c(4, 1024, 48, 16, false, 0, -1), // 16-value groups, one scale each, zero points 8
+            c(16, 2048, 96, 128, true, 0, -1), // 16 rows, the skinny kernel's most
+            c(12, 4096, 40, 64, false, 0, -1), // a partial 32-column block, zero points 8
             c(130, 4096, 96, 128, true, 0, -1),
             c(5, 1536, 200, 32, true, 1, -1),
             c(9, 896, 128, 32, true, 0, 0), // SiLU GLU over (gate, up) rows
@@ -173,7 +175,12 @@ pub(super) fn check_case(
         .map(|_| ())
     })?;
     let name = format!(
-        "gemm int4 {dt:?} m{m} k{k} n{n} bs{bs}{}{}",
+        "gemm int4 {dt:?} m{m} k{k} n{n} bs{bs}{}{}{}",
+        if skinny_takes(case.gemm_type(), m, k, bs) {
+            " skinny"
+        } else {
+            ""
+        },
         if case.zp { "" } else { " zp 8" },
         match (glu, act) {
             (g, _) if g >= 0 => " SiLU GLU".to_string(),

@@ -209,68 +209,6 @@ pub(crate) fn common_half(
     found
 }
 
-/// Values of an int4 layer's weight dequantised at once for a prompt GEMM (64 MiB at f16): a
-/// wider layer runs as several GEMMs over column slices. Round 35 (H200, Llama-3-8B int4):
-/// 32 Mi against 16 Mi took the time to first token from 13.8 to 13.0 ms at 128 tokens and
-/// from 244 to 232 ms at 3,584; 64 Mi gave the same as 32 (12.9, 232) for twice the memory.
-pub(crate) const DEQUANT_VALUES: usize = 32 << 20;
-
-/// Environment variable: Mi values of an int4 layer's weight dequantised per prompt GEMM, a
-/// power of two from 1 to 256 (unset: [`DEQUANT_VALUES`], 32), an A/B switch for the slices'
-/// width. Any other value is ignored, and the prompt route's reason says so.
-pub const DEQUANT_ENV: &str = "GENAI_BRIDGE_DEQUANT_MI";
-
-/// [`DEQUANT_ENV`]'s value in values (unset: [`DEQUANT_VALUES`]), or why it is ignored.
-fn parse_dequant(value: Option<&str>) -> Result<usize, String> {
-    let Some(v) = value else {
-        return Ok(DEQUANT_VALUES);
-    };
-    match v.trim().parse::<usize>() {
-        Ok(mi) if mi.is_power_of_two() && mi <= 256 => Ok(mi << 20),
-        _ => Err(format!(
-            "{DEQUANT_ENV}={v:?} ignored (a power of two from 1 to 256)"
-        )),
-    }
-}
-
-/// Values of an int4 layer dequantised per prompt GEMM in this process ([`DEQUANT_ENV`]).
-pub(crate) fn dequant_values() -> usize {
-    static VALUES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *VALUES.get_or_init(|| {
-        parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()).unwrap_or(DEQUANT_VALUES)
-    })
-}
-
-/// Columns a slice of a wider int4 layer holds a multiple of, where the scratch allows.
-const DEQUANT_ALIGN: usize = 64;
-
-/// Columns of a `[n, k]` int4 weight dequantised per GEMM in this process: [`dequant_cols_in`]
-/// with [`dequant_values`].
-pub(crate) fn dequant_cols(k: usize, n: usize) -> usize {
-    dequant_cols_in(k, n, dequant_values())
-}
-
-/// Columns of a `[n, k]` int4 weight dequantised per GEMM with room for `values`: all of them
-/// where they fit, else the fewest slices that fit, as even as a multiple of
-/// [`DEQUANT_ALIGN`] allows (at least one column). Each slice's GEMM then writes columns that
-/// start 256-byte aligned and fill whole tiles: round 35 measured Llama-3-8B's down projection
-/// cut at 1,170 columns (what the scratch holds) on a split-K Ampere kernel at a third of the
-/// speed of the aligned slices.
-pub(crate) fn dequant_cols_in(k: usize, n: usize, values: usize) -> usize {
-    let (most, n) = ((values / k.max(1)).max(1), n.max(1));
-    if most >= n {
-        return n;
-    }
-    let even = n.div_ceil(n.div_ceil(most)).next_multiple_of(DEQUANT_ALIGN);
-    if even <= most {
-        even
-    } else if most >= DEQUANT_ALIGN {
-        most / DEQUANT_ALIGN * DEQUANT_ALIGN
-    } else {
-        most
-    }
-}
-
 /// A generation's GEMM scratch: x cast to 16 bits `[CHUNK, k]` for the widest half-precision
 /// input, the GEMM's sums `[CHUNK, n]` for the widest output (read by the epilogue), and the
 /// dequantised column slice of the widest int4 layer.
@@ -678,7 +616,11 @@ impl Ops<'_> {
 }
 
 mod int4;
+mod slices;
 pub(crate) use int4::skinny_takes;
+pub use slices::DEQUANT_ENV;
+use slices::parse_dequant;
+pub(crate) use slices::{dequant_cols, dequant_values};
 
 #[cfg(test)]
 mod tests;

@@ -88,52 +88,6 @@ fn the_scratch_fits_the_widest_layers_of_a_chunk() {
 }
 
 #[test]
-fn dequantised_slices_cover_every_column_within_the_scratch() {
-    const MI16: usize = 16 << 20;
-    // Llama-3-8B gate/up: 4096 columns of 4096 values per slice at 16 Mi, 7 slices; at the
-    // default 32 Mi, 4 slices of 7,168.
-    assert_eq!(dequant_cols_in(4096, 28_672, MI16), 4096);
-    assert_eq!(dequant_cols_in(4096, 28_672, DEQUANT_VALUES), 7168);
-    // A narrow layer is one slice; a row longer than the scratch still gets one column.
-    assert_eq!(dequant_cols_in(1536, 2048, MI16), 2048);
-    assert_eq!(dequant_cols_in(MI16 + 1, 5, MI16), 1);
-    // Llama-3-8B down at 16 Mi: the scratch holds 1,170 columns of 14,336; four even slices
-    // of 1,024 (at 32 Mi, two of 2,048).
-    assert_eq!(dequant_cols_in(14_336, 4096, MI16), 1024);
-    assert_eq!(dequant_cols_in(14_336, 4096, DEQUANT_VALUES), 2048);
-    // Two slices of a layer one column too wide: 2,112 (a multiple of 64) and the rest.
-    assert_eq!(dequant_cols_in(4096, 4097, MI16), 2112);
-    for (k, n) in [
-        (4096, 28_672),
-        (14_336, 4096),
-        (896, 1152),
-        (4096, 4098),
-        (18_944, 3584),
-        (13_824, 5120),
-        (300_000, 7000),
-    ] {
-        let cols = dequant_cols_in(k, n, DEQUANT_VALUES);
-        assert!(
-            cols * k <= DEQUANT_VALUES && cols >= 1 && cols <= n,
-            "k {k} n {n}"
-        );
-        // A slice of a wider layer is a multiple of 64 columns where 64 fit.
-        let most = DEQUANT_VALUES / k;
-        if cols < n && most >= 64 {
-            assert_eq!(cols % 64, 0, "k {k} n {n}");
-            // and no more slices than the widest aligned slice that fits would take.
-            assert!(
-                n.div_ceil(cols) <= n.div_ceil(most / 64 * 64),
-                "k {k} n {n}"
-            );
-            if n.div_ceil(n.div_ceil(most)).next_multiple_of(64) <= most {
-                assert_eq!(n.div_ceil(cols), n.div_ceil(most), "k {k} n {n}");
-            }
-        }
-    }
-}
-
-#[test]
 fn every_dense_gemv_kernel_has_a_gemm_type() {
     let gemv = crate::cuda::compile::family("gemv").expect("the gemv family");
     for symbol in gemv.symbols.iter().filter(|s| !s.contains("decode")) {
@@ -182,17 +136,4 @@ fn a_half_copy_passes_its_address_and_type_to_the_kernels() {
     assert_eq!(HalfCopy::args(None), (0, 0));
     assert_eq!(HalfCopy::args(Some(copy(GemmType::F16))), (0x1000, 0));
     assert_eq!(HalfCopy::args(Some(copy(GemmType::Bf16))), (0x1000, 1));
-}
-
-#[test]
-fn the_slice_switch_takes_powers_of_two_up_to_256_mi() {
-    assert_eq!(parse_dequant(None), Ok(DEQUANT_VALUES));
-    assert_eq!(parse_dequant(Some("32")), Ok(32 << 20));
-    assert_eq!(parse_dequant(Some(" 1 ")), Ok(1 << 20));
-    for bad in ["0", "24", "512", "-1", "x", ""] {
-        let why = parse_dequant(Some(bad)).expect_err(bad);
-        assert!(why.contains(DEQUANT_ENV), "{why}");
-    }
-    // A wider scratch takes fewer, wider slices.
-    assert_eq!(dequant_cols_in(4096, 28_672, 64 << 20), 14_336);
 }

@@ -217,34 +217,66 @@ extern "C" __global__ void dequant_int4_bf16(const u8* packed, const float* scal
 
 // ---- int4 prompt rows on the tensor cores, no dequantised copy ------------------------------
 //
-// gemm_int4_skinny_*: c [m, n] (rows ldc apart, f32) = x [m, k] (f16 or bf16, rows ldx apart)
-// · W^T for m <= 16 rows and a MatMulNBits W (packed [n, nb, bs/2], f32 scales and zero points
-// [n, nb], null zero points: 8), each weight w = (q - zp) * scale in f32 rounded to x's type,
-// the value dequant_int4 stores, so the same products as the dequantised GEMM in another
-// summation order. The x rows are the mma's 16 a rows (rows past m read as 0); a block takes 32
-// weight columns as four n8 tiles, its 8 warps every 8th group of 32 k values. For a group, lane
-// (g = lane / 4, t = lane % 4) loads the 16 packed bytes of column g of each tile (the four
-// lanes of a column read the same bytes: one sector) and turns byte t of each word into the
-// (2t, 2t + 1) pairs its b fragments take: words 0 and 1 for the first k16 step, 2 and 3 for the
-// second. The warps' sums meet in shared memory, added in warp order. The host takes this for
-// k a multiple of 32, 16-byte aligned packed rows and x, where nothing is dequantised first.
+// gemm_int4_skinny_*: x [m, k] (f16 or bf16, rows ldx apart) · W^T for m <= 16 rows and a
+// MatMulNBits W (packed [n, nb, bs/2], f32 scales and zero points [n, nb], null zero points: 8),
+// each weight w = (q - zp) * scale in f32 rounded to x's type, the value dequant_int4 stores, so
+// the same products as the dequantised GEMM in another summation order. The x rows are the
+// mma's 16 a rows (rows past m read as 0). Block (bx, by) takes 32 weight columns (four n8
+// tiles) from bx * 32 and the by-th run of `per` groups of 32 k values; its 8 warps take every
+// 8th group of the run, each loading the next group's weights before the current group's
+// products. For a group, lane (g = lane / 4, t = lane % 4) loads the 16 packed bytes of column g
+// of each tile (the four lanes of a column read the same bytes: one sector) and turns byte t of
+// each word into the (2t, 2t + 1) pairs its b fragments take: words 0 and 1 for the first k16
+// step, 2 and 3 for the second. The warps' sums meet in shared memory, added in warp order; with
+// one run (gridDim.y 1) the block writes c [m, n] (rows ldc apart), else its run's partial sums
+// to part [gridDim.y, m, n], which skinny_sum_f32 adds in run order. The host takes this for k a
+// multiple of 32, 16-byte aligned packed rows and 4-byte aligned x rows.
 #define SKINNY_WARPS 8
 #define SKINNY_TILES 4
 #define SKINNY_COLS (8 * SKINNY_TILES)
+
+// The packed weights, scales and zero points of one group for a lane's four columns.
+struct SkinnyGroup {
+    uint4 q[SKINNY_TILES];
+    float s[SKINNY_TILES][2], z[SKINNY_TILES][2];
+};
+
+__device__ __forceinline__ void skinny_load(SkinnyGroup& w, const u8* __restrict__ packed,
+                                            const float* __restrict__ scales,
+                                            const float* __restrict__ zp, size_t row_bytes,
+                                            int nb, int bs, int n, int col0, int g, int kb) {
+#pragma unroll
+    for (int j = 0; j < SKINNY_TILES; j++) {
+        int col = col0 + 8 * j + g;
+        if (col < n) {
+            w.q[j] = *(const uint4*)(packed + (size_t)col * row_bytes + (size_t)kb * 16);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                size_t at = (size_t)col * nb + (kb * 32 + 16 * h) / bs;
+                w.s[j][h] = scales[at];
+                w.z[j][h] = zp ? zp[at] : 8.0f;
+            }
+        } else {
+            w.q[j] = make_uint4(0u, 0u, 0u, 0u);
+            w.s[j][0] = w.s[j][1] = w.z[j][0] = w.z[j][1] = 0.0f;
+        }
+    }
+}
 
 template <bool BF>
 __device__ __forceinline__ void gemm_int4_skinny(const u16* __restrict__ x, int ldx,
                                                  const u8* __restrict__ packed,
                                                  const float* __restrict__ scales,
                                                  const float* __restrict__ zp,
-                                                 float* __restrict__ c, int ldc, int m, int n,
-                                                 int k, int bs) {
+                                                 float* __restrict__ c, int ldc,
+                                                 float* __restrict__ part, int m, int n, int k,
+                                                 int bs, int per) {
     __shared__ float partial[SKINNY_WARPS][16][SKINNY_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     int col0 = blockIdx.x * SKINNY_COLS;
-    int nb = (k + bs - 1) / bs, groups = k / 32;
+    int nb = (k + bs - 1) / bs;
+    int first = blockIdx.y * per, last = min(first + per, k / 32);
     size_t row_bytes = (size_t)nb * (bs / 2);
-    pdl_enter();
     float d[SKINNY_TILES][4];
 #pragma unroll
     for (int j = 0; j < SKINNY_TILES; j++)
@@ -253,26 +285,15 @@ __device__ __forceinline__ void gemm_int4_skinny(const u16* __restrict__ x, int 
     const u16* xa = x + (size_t)g * ldx;
     const u16* xb = x + (size_t)(g + 8) * ldx;
     bool ra = g < m, rb = g + 8 < m;
-    for (int kb = warp; kb < groups; kb += SKINNY_WARPS) {
-        uint4 wq[SKINNY_TILES];
-        float s[SKINNY_TILES][2], z[SKINNY_TILES][2];
-#pragma unroll
-        for (int j = 0; j < SKINNY_TILES; j++) {
-            int col = col0 + 8 * j + g;
-            if (col < n) {
-                wq[j] = *(const uint4*)(packed + (size_t)col * row_bytes + (size_t)kb * 16);
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    size_t at = (size_t)col * nb + (kb * 32 + 16 * h) / bs;
-                    s[j][h] = scales[at];
-                    z[j][h] = zp ? zp[at] : 8.0f;
-                }
-            } else {
-                wq[j] = make_uint4(0u, 0u, 0u, 0u);
-                s[j][0] = s[j][1] = 0.0f;
-                z[j][0] = z[j][1] = 0.0f;
-            }
-        }
+    SkinnyGroup now, next;
+    int kb = first + warp;
+    // The weights are never written by a kernel: the first group loads before the wait.
+    if (kb < last) skinny_load(now, packed, scales, zp, row_bytes, nb, bs, n, col0, g, kb);
+    pdl_enter();
+    for (; kb < last; kb += SKINNY_WARPS) {
+        if (kb + SKINNY_WARPS < last)
+            skinny_load(next, packed, scales, zp, row_bytes, nb, bs, n, col0, g,
+                        kb + SKINNY_WARPS);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             int k0 = kb * 32 + 16 * h + 2 * t;
@@ -283,18 +304,19 @@ __device__ __forceinline__ void gemm_int4_skinny(const u16* __restrict__ x, int 
             a[3] = rb ? *(const u32*)(xb + k0 + 8) : 0u;
 #pragma unroll
             for (int j = 0; j < SKINNY_TILES; j++) {
-                u32 words[4] = {wq[j].x, wq[j].y, wq[j].z, wq[j].w};
+                u32 words[4] = {now.q[j].x, now.q[j].y, now.q[j].z, now.q[j].w};
                 u32 b[2];
 #pragma unroll
                 for (int p = 0; p < 2; p++) {
                     u32 byte = (words[2 * h + p] >> (8 * t)) & 255u;
-                    float lo = ((float)(byte & 15u) - z[j][h]) * s[j][h];
-                    float hi = ((float)(byte >> 4) - z[j][h]) * s[j][h];
+                    float lo = ((float)(byte & 15u) - now.z[j][h]) * now.s[j][h];
+                    float hi = ((float)(byte >> 4) - now.z[j][h]) * now.s[j][h];
                     b[p] = half_bits(lo, BF) | (half_bits(hi, BF) << 16);
                 }
                 mma_16816<BF>(d[j], a, b[0], b[1]);
             }
         }
+        now = next;
     }
 #pragma unroll
     for (int j = 0; j < SKINNY_TILES; j++) {
@@ -305,24 +327,41 @@ __device__ __forceinline__ void gemm_int4_skinny(const u16* __restrict__ x, int 
         partial[warp][g + 8][cc + 1] = d[j][3];
     }
     __syncthreads();
+    float* out = gridDim.y == 1 ? c : part + (size_t)blockIdx.y * m * n;
+    int ld = gridDim.y == 1 ? ldc : n;
     for (int i = threadIdx.x; i < 16 * SKINNY_COLS; i += blockDim.x) {
         int r = i / SKINNY_COLS, cc = i % SKINNY_COLS, col = col0 + cc;
         if (r >= m || col >= n) continue;
         float sum = 0.0f;
 #pragma unroll
         for (int w = 0; w < SKINNY_WARPS; w++) sum += partial[w][r][cc];
-        c[(size_t)r * ldc + col] = sum;
+        out[(size_t)r * ld + col] = sum;
     }
 }
 
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
     gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales,
-                         const float* zp, float* c, int ldc, int m, int n, int k, int bs) {
-    gemm_int4_skinny<false>(x, ldx, packed, scales, zp, c, ldc, m, n, k, bs);
+                         const float* zp, float* c, int ldc, float* part, int m, int n, int k,
+                         int bs, int per) {
+    gemm_int4_skinny<false>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
     gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales,
-                          const float* zp, float* c, int ldc, int m, int n, int k, int bs) {
-    gemm_int4_skinny<true>(x, ldx, packed, scales, zp, c, ldc, m, n, k, bs);
+                          const float* zp, float* c, int ldc, float* part, int m, int n, int k,
+                          int bs, int per) {
+    gemm_int4_skinny<true>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+}
+
+// c [m, n] (rows ldc apart) = the sum of the skinny kernel's `runs` partial sums part [runs, m,
+// n], added in run order (the same bits for the same runs).
+extern "C" __global__ void skinny_sum_f32(const float* __restrict__ part, int runs, int m,
+                                          int n, float* __restrict__ c, int ldc) {
+    pdl_enter();
+    int total = m * n;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int r = 0; r < runs; r++) sum += part[(size_t)r * total + i];
+        c[(size_t)(i / n) * ldc + i % n] = sum;
+    }
 }

@@ -147,6 +147,7 @@ pub const SOURCES: &[Source] = &[
             "dequant_int4_bf16",
             "gemm_int4_skinny_f16",
             "gemm_int4_skinny_bf16",
+            "skinny_sum_f32",
         ],
     },
     Source {

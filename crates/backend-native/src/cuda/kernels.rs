@@ -106,6 +106,11 @@ pub(crate) fn launch_error(what: &'static str) -> impl Fn(cudarc::driver::Driver
 }
 
 impl Kernels {
+    /// The device's SMs (0 where the driver did not say).
+    pub(crate) fn sms(&self) -> usize {
+        self.sms
+    }
+
     /// Compiles (or reads from the cache) and loads every family for the device. Families
     /// compile in parallel (NVRTC programs are independent); a cached cubin the driver rejects
     /// is compiled again.

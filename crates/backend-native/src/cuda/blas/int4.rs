@@ -79,22 +79,9 @@ impl Ops<'_> {
         let scratch = blas.dequant.ptr;
         self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
             if let Some(entry) = skinny_entry(ty, s.m, k, block, (packed, b, ldb)) {
-                let f = self.k.get(entry)?;
-                let (ldbi, ldci, mi, ni) = (
-                    int("ldx", ldb)?,
-                    int("ldc", ldc)?,
-                    int("m", s.m)?,
-                    int("n", n)?,
-                );
-                let grid = u32::try_from(n.div_ceil(SKINNY_COLS)).map_err(|_| Error::Invalid {
-                    what: "int4 GEMM",
-                    why: format!("{n} columns"),
-                })?;
-                let launch_cfg = cfg((grid, 1, 1), 32 * SKINNY_WARPS, 0);
-                return launch!(
-                    self, f, launch_cfg, &b, &ldbi, &packed, &scales, &zp, &c, &ldci, &mi, &ni,
-                    &ki, &bs
-                );
+                let scratch = (blas.dequant.ptr, blas.dequant.len / 4);
+                let parts = (packed, scales, zp);
+                return self.skinny(entry, parts, (b, ldb), (c, ldc), s, block, scratch);
             }
             for first in (0..n).step_by(cols) {
                 let rows = cols.min(n - first);
@@ -172,6 +159,78 @@ pub(crate) fn skinny_takes(ty: GemmType, m: usize, k: usize, block: usize) -> bo
         && skinny_wanted()
 }
 
+/// Runs of k groups the skinny launch splits a layer of `groups` groups of 32 values into, and
+/// the groups a run: enough runs that `columns` column blocks a run make `wanted` blocks (about
+/// two waves), at most one a 16 groups (two a warp, so that a warp's next loads have a group to
+/// overlap), at most `room_runs` (what the partial sums' scratch holds), at least one.
+fn skinny_runs(groups: usize, columns: usize, wanted: usize, room_runs: usize) -> (usize, usize) {
+    let runs = wanted
+        .div_ceil(columns.max(1))
+        .min(groups / 16)
+        .min(room_runs)
+        .max(1);
+    let per = groups.div_ceil(runs).max(1);
+    (groups.div_ceil(per).max(1), per)
+}
+
+/// Blocks of the skinny kernel an SM holds (119 registers at 256 threads).
+const SKINNY_PER_SM: usize = 2;
+/// Waves of skinny blocks a launch aims for.
+const SKINNY_WAVES: usize = 2;
+
+impl Ops<'_> {
+    /// The sums `c` (rows `ldc` apart) of an int4 layer over x's 16-bit copy through
+    /// `gemm_int4_skinny_*` (`entry`): in runs of k groups over about two waves of blocks, their
+    /// partial sums in the dequantisation scratch (`part`, `room` f32 values) added in run order
+    /// by `skinny_sum_f32`, or one run straight into c.
+    #[allow(clippy::too_many_arguments)]
+    fn skinny(
+        &self,
+        entry: &'static str,
+        (packed, scales, zp): Int4Parts,
+        (x16, ldx): (DevPtr, usize),
+        (c, ldc): (DevPtr, usize),
+        s: LinearShape,
+        block: usize,
+        (part, room): (DevPtr, usize),
+    ) -> Result<(), Error> {
+        let (m, k, n) = (s.m, s.k, s.n);
+        let columns = n.div_ceil(SKINNY_COLS);
+        let wanted = SKINNY_WAVES * SKINNY_PER_SM * self.k.sms();
+        let (runs, per) = skinny_runs(k / 32, columns, wanted, room / (m * n).max(1));
+        let dim = |what: &'static str, v: usize| {
+            u32::try_from(v).map_err(|_| Error::Invalid {
+                what: "int4 GEMM",
+                why: format!("{v} {what}"),
+            })
+        };
+        let f = self.k.get(entry)?;
+        let grid = (dim("column blocks", columns)?, dim("runs", runs)?, 1);
+        let launch_cfg = cfg(grid, 32 * SKINNY_WARPS, 0);
+        let (ldxi, ldci, mi, ni) = (
+            int("ldx", ldx)?,
+            int("ldc", ldc)?,
+            int("m", m)?,
+            int("n", n)?,
+        );
+        let (ki, bs, pi) = (
+            int("k", k)?,
+            int("block", block)?,
+            int("groups a run", per)?,
+        );
+        launch!(
+            self, f, launch_cfg, &x16, &ldxi, &packed, &scales, &zp, &c, &ldci, &part, &mi, &ni,
+            &ki, &bs, &pi
+        )?;
+        if runs == 1 {
+            return Ok(());
+        }
+        let (sum, ri) = (self.k.get("skinny_sum_f32")?, int("runs", runs)?);
+        let sum_cfg = cfg((elementwise_blocks(m * n), 1, 1), 256, 0);
+        launch!(self, sum, sum_cfg, &part, &ri, &mi, &ni, &c, &ldci)
+    }
+}
+
 /// Values a thread of the dequantisation's vector path takes (`DEQUANT_GROUP`).
 const DEQUANT_GROUP: usize = 16;
 
@@ -190,7 +249,26 @@ fn dequant_items(rows: usize, k: usize, block: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{INT4_SKINNY_ENV, dequant_items, parse_skinny};
+    use super::{INT4_SKINNY_ENV, dequant_items, parse_skinny, skinny_runs};
+
+    #[test]
+    fn the_skinny_runs_fill_two_waves_within_the_scratch() {
+        // Llama-3-8B down (k 14,336: 448 groups; 128 column blocks) on 132 SMs, 528 blocks
+        // wanted: 5 runs of 90 groups (the last 88).
+        assert_eq!(skinny_runs(448, 128, 528, usize::MAX), (5, 90));
+        // Wide layers take one run; so do short rows (fewer than 32 groups).
+        assert_eq!(skinny_runs(128, 896, 528, usize::MAX), (1, 128));
+        assert_eq!(skinny_runs(28, 28, 528, usize::MAX), (1, 28));
+        // The scratch bounds the runs; none fits: one run.
+        assert_eq!(skinny_runs(448, 128, 528, 3), (3, 150));
+        assert_eq!(skinny_runs(448, 128, 528, 0), (1, 448));
+        for (groups, columns, room) in [(448, 128, 99), (280, 48, 9), (48, 64, 99), (1, 1, 1)] {
+            let (runs, per) = skinny_runs(groups, columns, 528, room);
+            assert!(runs >= 1 && runs <= room.max(1) && per >= 1);
+            // Every group in exactly one run, no run empty.
+            assert!(runs * per >= groups && (runs - 1) * per < groups);
+        }
+    }
 
     #[test]
     fn the_skinny_switch_takes_0_or_1() {

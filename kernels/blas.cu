@@ -264,7 +264,7 @@ __device__ __forceinline__ void skinny_load(SkinnyGroup& w, const u8* __restrict
 }
 
 template <bool BF>
-__device__ __forceinline__ void gemm_int4_skinny(const u16* __restrict__ x, int ldx,
+__device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x, int ldx,
                                                  const u8* __restrict__ packed,
                                                  const float* __restrict__ scales,
                                                  const float* __restrict__ zp,
@@ -343,14 +343,14 @@ extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
     gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales,
                          const float* zp, float* c, int ldc, float* part, int m, int n, int k,
                          int bs, int per) {
-    gemm_int4_skinny<false>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+    gemm_int4_skinny_body<false>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
     gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales,
                           const float* zp, float* c, int ldc, float* part, int m, int n, int k,
                           int bs, int per) {
-    gemm_int4_skinny<true>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+    gemm_int4_skinny_body<true>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 // c [m, n] (rows ldc apart) = the sum of the skinny kernel's `runs` partial sums part [runs, m,

@@ -118,6 +118,12 @@ extern "C" __global__ void gemm_epilogue_f32(const float* acc, const float* bias
 // f32 scales [n, nb] and f32 zero points [n, nb] (null: 8), each w = (q - zp) * scale in f32 as
 // the GEMV kernels compute it, then stored as f32 (ty 0) or rounded to nearest even in f16
 // (ty 1) or bf16 (ty 2). Padding past k in the last block is not written.
+// The weight of a nibble q: (q - zp) * scale in f32, the value every prompt path here takes
+// (before rounding to the GEMM's type).
+__device__ __forceinline__ float int4_weight(u32 q, float zp, float scale) {
+    return ((float)q - zp) * scale;
+}
+
 __device__ __forceinline__ void dequant_store(void* out, size_t i, float w, int ty) {
     if (ty == 0)
         ((float*)out)[i] = w;
@@ -173,8 +179,8 @@ __device__ __forceinline__ void dequant_int4(const u8* packed, const float* scal
 #pragma unroll
             for (int j = 0; j < DEQUANT_GROUP / 2; j++) {
                 u32 byte = ((j < 4 ? q.x : q.y) >> (8 * (j & 3))) & 255u;
-                w[2 * j] = ((float)(byte & 15u) - z) * s;
-                w[2 * j + 1] = ((float)(byte >> 4) - z) * s;
+                w[2 * j] = int4_weight(byte & 15u, z, s);
+                w[2 * j + 1] = int4_weight(byte >> 4, z, s);
             }
             dequant_group_store(w, (char*)out + (size_t)i * per, ty);
         }
@@ -189,8 +195,8 @@ __device__ __forceinline__ void dequant_int4(const u8* packed, const float* scal
         u8 byte = packed[col * row_bytes + b];
         size_t at = col * nb + c / bs;
         float s = scales[at], z = zp ? zp[at] : 8.0f;
-        dequant_store(out, r * k + c, ((float)(byte & 15u) - z) * s, ty);
-        if (c + 1 < k) dequant_store(out, r * k + c + 1, ((float)(byte >> 4) - z) * s, ty);
+        dequant_store(out, r * k + c, int4_weight(byte & 15u, z, s), ty);
+        if (c + 1 < k) dequant_store(out, r * k + c + 1, int4_weight(byte >> 4, z, s), ty);
     }
 }
 
@@ -309,8 +315,8 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
 #pragma unroll
                 for (int p = 0; p < 2; p++) {
                     u32 byte = (words[2 * h + p] >> (8 * t)) & 255u;
-                    float lo = ((float)(byte & 15u) - now.z[j][h]) * now.s[j][h];
-                    float hi = ((float)(byte >> 4) - now.z[j][h]) * now.s[j][h];
+                    float lo = int4_weight(byte & 15u, now.z[j][h], now.s[j][h]);
+                    float hi = int4_weight(byte >> 4, now.z[j][h], now.s[j][h]);
                     b[p] = half_bits(lo, BF) | (half_bits(hi, BF) << 16);
                 }
                 mma_16816<BF>(d[j], a, b[0], b[1]);

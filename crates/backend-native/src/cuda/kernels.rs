@@ -51,6 +51,8 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// What the prompt-attention kernels may use here (`kernels/prompt.rs`).
     pub prompt: prompt::PromptDevice,
+    /// One-row plans named by shape (`GENAI_BRIDGE_ROW_PLAN`), over any rule's.
+    row_plans: HashMap<(usize, usize), OneRow>,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
     /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
@@ -197,6 +199,7 @@ impl Kernels {
             decode_gemv_named: named.is_some(),
             decode,
             prompt,
+            row_plans: one_row::row_plans_from_env(),
             resident,
             sms,
             shared_max,

@@ -8,12 +8,43 @@ use super::{
     int, launch, shared,
 };
 use cudarc::driver::CudaFunction;
+use std::collections::HashMap;
 
 /// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
 /// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
 /// layers' dense linears can all run on the shared entry, [`Kernels::fit_gemv_rule`]): an A/B
 /// switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
+
+/// `NxK=ENTRY:SPLIT` pairs, comma-separated (ENTRY `walk`, `pipe` or `shared`; SPLIT 1, 2 or
+/// 4): every one-row dense launch of n outputs over k inputs takes that plan instead of the
+/// rule's. An A/B switch for one launch class at a time (on Llama-3-8B, `6144x4096` is the qkv
+/// projection alone); malformed pairs are ignored.
+const ROW_PLAN_ENV: &str = "GENAI_BRIDGE_ROW_PLAN";
+
+/// The plans [`ROW_PLAN_ENV`]'s text names, by (n, k); pairs that do not parse are left out.
+pub(super) fn row_plans(text: &str) -> HashMap<(usize, usize), OneRow> {
+    let pair = |item: &str| -> Option<((usize, usize), OneRow)> {
+        let (shape, plan) = item.trim().split_once('=')?;
+        let (n, k) = shape.split_once('x')?;
+        let (via, split) = plan.split_once(':')?;
+        let via = match via {
+            "walk" => RowKernel::Walk,
+            "pipe" => RowKernel::Pipe,
+            "shared" => RowKernel::Shared,
+            _ => return None,
+        };
+        let split: usize = split.parse().ok()?;
+        let shape = (n.parse().ok()?, k.parse().ok()?);
+        (split > 0 && DEC_WARPS.is_multiple_of(split)).then_some((shape, OneRow { via, split }))
+    };
+    text.split(',').filter_map(pair).collect()
+}
+
+/// The plans [`ROW_PLAN_ENV`] names (none when unset).
+pub(super) fn row_plans_from_env() -> HashMap<(usize, usize), OneRow> {
+    std::env::var(ROW_PLAN_ENV).map_or_else(|_| HashMap::new(), |text| row_plans(&text))
+}
 
 /// The one-row linear layers' kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,6 +262,9 @@ impl Kernels {
     /// resident block count.
     fn plan_under(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
         let (plan, walk) = self.base_plan(rule, kind, s);
+        if let Some(&named) = self.row_plans.get(&(s.n, s.k)) {
+            return (named, walk);
+        }
         let walked = plan.via == RowKernel::Walk;
         let plan = match rule {
             DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
@@ -364,7 +398,21 @@ impl<'a> Ops<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::LinearShape;
+    use super::{LinearShape, OneRow, RowKernel, row_plans};
+
+    #[test]
+    fn row_plans_parse_named_pairs_and_drop_malformed_ones() {
+        let plans =
+            row_plans("6144x4096=pipe:2, 896x896=shared:4,1x1=walk:3,2x2=loop:1,3x=walk:1,9x9");
+        assert_eq!(plans.len(), 2);
+        assert_eq!(plans[&(6144, 4096)], OneRow::pipe(2));
+        let shared = OneRow {
+            via: RowKernel::Shared,
+            split: 4,
+        };
+        assert_eq!(plans[&(896, 896)], shared);
+        assert!(row_plans("").is_empty());
+    }
 
     #[test]
     fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {

@@ -223,53 +223,89 @@ extern "C" __global__ void dequant_int4_bf16(const u8* packed, const float* scal
 
 // ---- int4 prompt rows on the tensor cores, no dequantised copy ------------------------------
 //
-// gemm_int4_skinny_*: x [m, k] (f16 or bf16, rows ldx apart) · W^T for m <= 16 rows and a
-// MatMulNBits W (packed [n, nb, bs/2], f32 scales and zero points [n, nb], null zero points: 8),
-// each weight w = (q - zp) * scale in f32 rounded to x's type, the value dequant_int4 stores, so
-// the same products as the dequantised GEMM in another summation order. The x rows are the
-// mma's 16 a rows (rows past m read as 0). Block (bx, by) takes 32 weight columns (four n8
-// tiles) from bx * 32 and the by-th run of `per` groups of 32 k values; its 8 warps take every
-// 8th group of the run, each loading the next group's weights before the current group's
-// products. For a group, lane (g = lane / 4, t = lane % 4) loads the 16 packed bytes of column g
-// of each tile (the four lanes of a column read the same bytes: one sector) and turns byte t of
-// each word into the (2t, 2t + 1) pairs its b fragments take: words 0 and 1 for the first k16
-// step, 2 and 3 for the second. The warps' sums meet in shared memory, added in warp order; with
-// one run (gridDim.y 1) the block writes c [m, n] (rows ldc apart), else its run's partial sums
-// to part [gridDim.y, m, n], which skinny_sum_f32 adds in run order. The host takes this for k a
-// multiple of 32, 16-byte aligned packed rows and 4-byte aligned x rows.
+// gemm_int4_skinny{,2}_*: x [m, k] (f16 or bf16, rows ldx apart) · W^T for m <= 16 (16 * RT,
+// RT = 2 for the `2` entries) rows and a MatMulNBits W (packed [n, nb, bs/2], f32 scales and
+// integral zero points in 0..15 [n, nb], null zero points: 8; bs a multiple of 32), each weight
+// w = (q - zp) * scale rounded once to x's type: the value dequant_int4 stores, so the same
+// products as the dequantised GEMM in another summation order. The host takes this only where
+// every scale is exactly a value of x's type (the scales' own type) and the zero points are
+// integral, so the pair arithmetic below is exact up to that one rounding: a nibble masked into
+// the mantissa of `magic` (1024 in f16, 128 in bf16) is magic + q, minus (magic + zp) is q - zp
+// exactly, times the scale is the exact product rounded once (an fma with -0).
+//
+// Layout. Block (bx, by) takes 32 weight columns (four n8 tiles) from bx * 32 and the by-th
+// run of `per` groups of 32 k values (per a multiple of 4); its 8 warps take every 8th quad of
+// four groups, each loading its next quad before the current quad's products. In a quad, lane
+// (g = lane / 4, t = lane % 4) holds group 4 * quad + t of column g of each tile: the four
+// lanes of a column read 64 consecutive bytes. The mma's k slots are assigned per lane, which
+// the sum does not see: in k16 step i (0..7) lane t's slots 2t, 2t + 1 are its group's values
+// 4i, 4i + 1 and slots 2t + 8, 2t + 9 its values 4i + 2, 4i + 3, in b (byte 2i and 2i + 1 of
+// its 16 bytes, each byte's two nibbles one pair) and in a (x's values at the same k: one
+// 8-byte load per row). The x rows are the a rows of the RT row tiles (rows past m read as 0).
+// The warps' sums meet in shared memory, added in warp order; with one run (gridDim.y 1) the
+// block writes c [m, n] (rows ldc apart), else its run's partial sums to part [gridDim.y, m,
+// n], which skinny_sum_f32 adds in run order. The host takes this for k a multiple of 32,
+// 16-byte aligned packed rows and 8-byte aligned x rows.
 #define SKINNY_WARPS 8
 #define SKINNY_TILES 4
 #define SKINNY_COLS (8 * SKINNY_TILES)
 
-// The packed weights, scales and zero points of one group for a lane's four columns.
-struct SkinnyGroup {
+// One lane's share of a quad for its four columns: 16 packed bytes each, the scale as a pair
+// of halves and -(magic + zp) as a pair (all 0 where the group or column is out of range).
+struct SkinnyQuad {
     uint4 q[SKINNY_TILES];
-    float s[SKINNY_TILES][2], z[SKINNY_TILES][2];
+    u32 s[SKINNY_TILES], z[SKINNY_TILES];
 };
 
-__device__ __forceinline__ void skinny_load(SkinnyGroup& w, const u8* __restrict__ packed,
+// 1024 (f16) or 128 (bf16), whose last mantissa bits a nibble fills, in both halves.
+__device__ __forceinline__ u32 skinny_magic(bool bf) { return bf ? 0x43004300u : 0x64006400u; }
+
+template <bool BF>
+__device__ __forceinline__ u32 half2_fma(u32 a, u32 b, u32 c) {
+    u32 d = 0u;
+#if __CUDA_ARCH__ >= 800  // the host runs the skinny kernel only here (as mma_16816)
+    if constexpr (BF)
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#endif
+    return d;
+}
+
+template <bool BF>
+__device__ __forceinline__ void skinny_load(SkinnyQuad& w, const u8* __restrict__ packed,
                                             const float* __restrict__ scales,
                                             const float* __restrict__ zp, size_t row_bytes,
-                                            int nb, int bs, int n, int col0, int g, int kb) {
+                                            int nb, int bs, int n, int col0, int g, int group,
+                                            int last) {
 #pragma unroll
     for (int j = 0; j < SKINNY_TILES; j++) {
         int col = col0 + 8 * j + g;
-        if (col < n) {
-            w.q[j] = *(const uint4*)(packed + (size_t)col * row_bytes + (size_t)kb * 16);
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                size_t at = (size_t)col * nb + (kb * 32 + 16 * h) / bs;
-                w.s[j][h] = scales[at];
-                w.z[j][h] = zp ? zp[at] : 8.0f;
-            }
+        if (col < n && group < last) {
+            w.q[j] = *(const uint4*)(packed + (size_t)col * row_bytes + (size_t)group * 16);
+            size_t at = (size_t)col * nb + (size_t)group * 32 / bs;
+            u32 sh = half_bits(scales[at], BF);
+            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)(zp ? zp[at] : 8.0f) | 0x8000u;
+            w.s[j] = sh | (sh << 16);
+            w.z[j] = zh | (zh << 16);
         } else {
             w.q[j] = make_uint4(0u, 0u, 0u, 0u);
-            w.s[j][0] = w.s[j][1] = w.z[j][0] = w.z[j][1] = 0.0f;
+            w.s[j] = w.z[j] = 0u;
         }
     }
 }
 
-template <bool BF>
+// The weights of byte B of a word (its two nibbles, lower k first) as a pair of halves;
+// `shifted` is the word >> 4.
+template <bool BF, int B>
+__device__ __forceinline__ u32 skinny_pair(u32 word, u32 shifted, u32 neg_zp, u32 scale) {
+    u32 p = __byte_perm(word, shifted, B | (B << 4) | ((B + 4) << 8) | ((B + 4) << 12));
+    u32 v = (p & 0x000f000fu) | skinny_magic(BF);
+    u32 one = BF ? 0x3f803f80u : 0x3c003c00u;
+    return half2_fma<BF>(half2_fma<BF>(v, one, neg_zp), scale, 0x80008000u);
+}
+
+template <bool BF, int RT>
 __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x, int ldx,
                                                  const u8* __restrict__ packed,
                                                  const float* __restrict__ scales,
@@ -277,65 +313,80 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
                                                  float* __restrict__ c, int ldc,
                                                  float* __restrict__ part, int m, int n, int k,
                                                  int bs, int per) {
-    __shared__ float partial[SKINNY_WARPS][16][SKINNY_COLS];
+    __shared__ float partial[SKINNY_WARPS][16 * RT][SKINNY_COLS];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     int col0 = blockIdx.x * SKINNY_COLS;
     int nb = (k + bs - 1) / bs;
     int first = blockIdx.y * per, last = min(first + per, k / 32);
+    int quads = (last + 3) / 4;
     size_t row_bytes = (size_t)nb * (bs / 2);
-    float d[SKINNY_TILES][4];
+    float d[RT][SKINNY_TILES][4];
 #pragma unroll
-    for (int j = 0; j < SKINNY_TILES; j++)
+    for (int r = 0; r < RT; r++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) d[j][e] = 0.0f;
-    const u16* xa = x + (size_t)g * ldx;
-    const u16* xb = x + (size_t)(g + 8) * ldx;
-    bool ra = g < m, rb = g + 8 < m;
-    SkinnyGroup now, next;
-    int kb = first + warp;
-    // The weights are never written by a kernel: the first group loads before the wait.
-    if (kb < last) skinny_load(now, packed, scales, zp, row_bytes, nb, bs, n, col0, g, kb);
+        for (int j = 0; j < SKINNY_TILES; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) d[r][j][e] = 0.0f;
+    SkinnyQuad now, next;
+    int quad = first / 4 + warp;
+    // The weights are never written by a kernel: the first quad loads before the wait.
+    if (quad < quads)
+        skinny_load<BF>(now, packed, scales, zp, row_bytes, nb, bs, n, col0, g, 4 * quad + t,
+                        last);
     pdl_enter();
-    for (; kb < last; kb += SKINNY_WARPS) {
-        if (kb + SKINNY_WARPS < last)
-            skinny_load(next, packed, scales, zp, row_bytes, nb, bs, n, col0, g,
-                        kb + SKINNY_WARPS);
+    for (; quad < quads; quad += SKINNY_WARPS) {
+        if (quad + SKINNY_WARPS < quads)
+            skinny_load<BF>(next, packed, scales, zp, row_bytes, nb, bs, n, col0, g,
+                            4 * (quad + SKINNY_WARPS) + t, last);
+        int group = 4 * quad + t;
+        bool live = group < last;
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int k0 = kb * 32 + 16 * h + 2 * t;
-            u32 a[4];
-            a[0] = ra ? *(const u32*)(xa + k0) : 0u;
-            a[1] = rb ? *(const u32*)(xb + k0) : 0u;
-            a[2] = ra ? *(const u32*)(xa + k0 + 8) : 0u;
-            a[3] = rb ? *(const u32*)(xb + k0 + 8) : 0u;
+        for (int i = 0; i < 8; i++) {
+            u32 a[RT][4];
+#pragma unroll
+            for (int r = 0; r < RT; r++) {
+                int row = 16 * r + g;
+                const u16* xr = x + (size_t)row * ldx + (size_t)group * 32 + 4 * i;
+                uint2 lo = live && row < m ? *(const uint2*)xr : make_uint2(0u, 0u);
+                uint2 hi = live && row + 8 < m ? *(const uint2*)(xr + (size_t)8 * ldx)
+                                               : make_uint2(0u, 0u);
+                a[r][0] = lo.x;
+                a[r][1] = hi.x;
+                a[r][2] = lo.y;
+                a[r][3] = hi.y;
+            }
 #pragma unroll
             for (int j = 0; j < SKINNY_TILES; j++) {
                 u32 words[4] = {now.q[j].x, now.q[j].y, now.q[j].z, now.q[j].w};
-                u32 b[2];
-#pragma unroll
-                for (int p = 0; p < 2; p++) {
-                    u32 byte = (words[2 * h + p] >> (8 * t)) & 255u;
-                    float lo = int4_weight(byte & 15u, now.z[j][h], now.s[j][h]);
-                    float hi = int4_weight(byte >> 4, now.z[j][h], now.s[j][h]);
-                    b[p] = half_bits(lo, BF) | (half_bits(hi, BF) << 16);
+                u32 word = words[i >> 1], shifted = word >> 4;
+                u32 b0, b1;
+                if (i & 1) {
+                    b0 = skinny_pair<BF, 2>(word, shifted, now.z[j], now.s[j]);
+                    b1 = skinny_pair<BF, 3>(word, shifted, now.z[j], now.s[j]);
+                } else {
+                    b0 = skinny_pair<BF, 0>(word, shifted, now.z[j], now.s[j]);
+                    b1 = skinny_pair<BF, 1>(word, shifted, now.z[j], now.s[j]);
                 }
-                mma_16816<BF>(d[j], a, b[0], b[1]);
+#pragma unroll
+                for (int r = 0; r < RT; r++) mma_16816<BF>(d[r][j], a[r], b0, b1);
             }
         }
         now = next;
     }
 #pragma unroll
-    for (int j = 0; j < SKINNY_TILES; j++) {
-        int cc = 8 * j + 2 * t;
-        partial[warp][g][cc] = d[j][0];
-        partial[warp][g][cc + 1] = d[j][1];
-        partial[warp][g + 8][cc] = d[j][2];
-        partial[warp][g + 8][cc + 1] = d[j][3];
-    }
+    for (int r = 0; r < RT; r++)
+#pragma unroll
+        for (int j = 0; j < SKINNY_TILES; j++) {
+            int cc = 8 * j + 2 * t, row = 16 * r + g;
+            partial[warp][row][cc] = d[r][j][0];
+            partial[warp][row][cc + 1] = d[r][j][1];
+            partial[warp][row + 8][cc] = d[r][j][2];
+            partial[warp][row + 8][cc + 1] = d[r][j][3];
+        }
     __syncthreads();
     float* out = gridDim.y == 1 ? c : part + (size_t)blockIdx.y * m * n;
     int ld = gridDim.y == 1 ? ldc : n;
-    for (int i = threadIdx.x; i < 16 * SKINNY_COLS; i += blockDim.x) {
+    for (int i = threadIdx.x; i < 16 * RT * SKINNY_COLS; i += blockDim.x) {
         int r = i / SKINNY_COLS, cc = i % SKINNY_COLS, col = col0 + cc;
         if (r >= m || col >= n) continue;
         float sum = 0.0f;
@@ -345,18 +396,30 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
-    gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales,
-                         const float* zp, float* c, int ldc, float* part, int m, int n, int k,
-                         int bs, int per) {
-    gemm_int4_skinny_body<false>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+// Both row-tile counts at two blocks an SM (two tiles would take 170 registers unbounded;
+// bounded, they spill ~100 bytes).
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+    gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
+        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny_body<false, 1>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS)
-    gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales,
-                          const float* zp, float* c, int ldc, float* part, int m, int n, int k,
-                          int bs, int per) {
-    gemm_int4_skinny_body<true>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+    gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
+        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny_body<true, 1>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+    gemm_int4_skinny2_f16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
+        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny_body<false, 2>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+    gemm_int4_skinny2_bf16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
+        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny_body<true, 2>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 // c [m, n] (rows ldc apart) = the sum of the skinny kernel's `runs` partial sums part [runs, m,

@@ -147,6 +147,8 @@ pub const SOURCES: &[Source] = &[
             "dequant_int4_bf16",
             "gemm_int4_skinny_f16",
             "gemm_int4_skinny_bf16",
+            "gemm_int4_skinny2_f16",
+            "gemm_int4_skinny2_bf16",
             "skinny_sum_f32",
         ],
     },

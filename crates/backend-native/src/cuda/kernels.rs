@@ -51,6 +51,9 @@ pub(crate) struct Kernels {
     pub decode: decode::DecodeDevice,
     /// What the prompt-attention kernels may use here (`kernels/prompt.rs`).
     pub prompt: prompt::PromptDevice,
+    /// Whether the device has the mma.sync tensor-core products (sm_80 or later), which the
+    /// kernels that use them compile out before.
+    pub mma: bool,
     /// One-row plans named by shape (`GENAI_BRIDGE_ROW_PLAN`), over any rule's.
     row_plans: HashMap<(usize, usize), OneRow>,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
@@ -199,6 +202,7 @@ impl Kernels {
             decode_gemv_named: named.is_some(),
             decode,
             prompt,
+            mma: device.major >= 8,
             row_plans: one_row::row_plans_from_env(),
             resident,
             sms,

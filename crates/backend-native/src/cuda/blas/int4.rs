@@ -32,7 +32,8 @@ impl Ops<'_> {
     ) -> Result<Option<HalfCopy>, Error> {
         match self.gemm_blas(s.m, true) {
             Some(blas) => {
-                self.gemm_int4(blas, parts, form.block, prompt, x, bias, y, s, act, halves)
+                let layer = (form.block, form.integral_zp);
+                self.gemm_int4(blas, parts, layer, prompt, x, bias, y, s, act, halves)
             }
             None => self
                 .gemv_int4_f32(parts, form, x, bias, y, s, act)
@@ -40,13 +41,14 @@ impl Ops<'_> {
         }
     }
 
-    /// y = x W (+ bias) for an int4 W through dequantised column slices and cuBLAS GEMMs.
+    /// y = x W (+ bias) for an int4 W (in blocks of `block`, its zero points integral or not)
+    /// through dequantised column slices and cuBLAS GEMMs, or for a few rows the skinny kernel.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_int4(
         &self,
         blas: &Blas,
         (packed, scales, zp): Int4Parts,
-        block: usize,
+        (block, integral_zp): (usize, bool),
         ty: GemmType,
         x: DevPtr,
         bias: DevPtr,
@@ -78,7 +80,9 @@ impl Ops<'_> {
         let (ki, bs) = (int("k", k)?, int("block", block)?);
         let scratch = blas.dequant.ptr;
         self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
-            if let Some(entry) = skinny_entry(ty, s.m, k, block, (packed, b, ldb)) {
+            let layer = (k, block, integral_zp);
+            let entry = skinny_entry(ty, s.m, layer, (packed, b, ldb)).filter(|_| self.k.mma);
+            if let Some(entry) = entry {
                 let scratch = (blas.dequant.ptr, blas.dequant.len / 4);
                 let parts = (packed, scales, zp);
                 return self.skinny(entry, parts, (b, ldb), (c, ldc), s, block, scratch);
@@ -99,81 +103,98 @@ impl Ops<'_> {
     }
 }
 
-/// Environment variable: `1` runs int4 prompt layers of up to 16 rows (f16/bf16 activations)
-/// on the tensor cores straight from the packed weights (`gemm_int4_skinny_*` in
-/// kernels/blas.cu), with no dequantised copy; an A/B switch, off until measured. A value other
-/// than `0` or `1` is ignored, and the prompt route's reason says so.
+/// Environment variable: the most rows of x an int4 prompt layer (f16/bf16 activations) runs
+/// on the tensor cores straight from the packed weights (`gemm_int4_skinny*_*` in
+/// kernels/blas.cu), with no dequantised copy: `0` (off: every prompt row through the
+/// dequantisation and cuBLAS), `16` or `32`; unset: [`SKINNY_DEFAULT_ROWS`]. Another value is
+/// ignored, and the prompt route's reason says so.
 pub const INT4_SKINNY_ENV: &str = "GENAI_BRIDGE_INT4_SKINNY";
 
-/// Rows of x the skinny kernel takes at most (the mma's 16 rows).
-const SKINNY_ROWS: usize = 16;
+/// Rows the skinny kernel takes by default.
+const SKINNY_DEFAULT_ROWS: usize = 32;
+/// Rows of x one row tile of the skinny kernel covers (the mma's 16 a rows); its `2` entries
+/// take two tiles.
+const SKINNY_TILE_ROWS: usize = 16;
 /// Weight columns a block of the skinny kernel takes (`SKINNY_COLS`).
 const SKINNY_COLS: usize = 32;
 /// Warps of a skinny block (`SKINNY_WARPS`).
 const SKINNY_WARPS: u32 = 8;
 
-/// [`INT4_SKINNY_ENV`]'s value: on, off (unset or `0`), or why it is ignored.
-pub(crate) fn parse_skinny(value: Option<&str>) -> Result<bool, String> {
+/// [`INT4_SKINNY_ENV`]'s value: the most rows the skinny kernel takes (0: off), or why it is
+/// ignored.
+pub(crate) fn parse_skinny(value: Option<&str>) -> Result<usize, String> {
     match value.map(str::trim) {
-        None | Some("0") => Ok(false),
-        Some("1") => Ok(true),
-        Some(v) => Err(format!("{INT4_SKINNY_ENV}={v:?} ignored (0 or 1)")),
+        None => Ok(SKINNY_DEFAULT_ROWS),
+        Some("0") => Ok(0),
+        Some("16") => Ok(16),
+        Some("32") => Ok(32),
+        Some(v) => Err(format!("{INT4_SKINNY_ENV}={v:?} ignored (0, 16 or 32)")),
     }
 }
 
-/// Whether this process runs short int4 prompts through the skinny kernel.
-fn skinny_wanted() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        parse_skinny(std::env::var(INT4_SKINNY_ENV).ok().as_deref()).unwrap_or(false)
+/// The most rows this process runs through the skinny kernel.
+fn skinny_rows() -> usize {
+    static ROWS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ROWS.get_or_init(|| {
+        parse_skinny(std::env::var(INT4_SKINNY_ENV).ok().as_deref()).unwrap_or(SKINNY_DEFAULT_ROWS)
     })
 }
 
 /// The skinny entry for a layer of `k` inputs in blocks of `block` over `m` rows of x in `ty`
-/// at `x16` (rows `ldx` apart) with its packed weight at `packed`, where it may run: wanted, a
-/// 16-bit x of at most 16 rows, k a multiple of 32 (whole 32-value groups; the packed rows then
-/// 16-byte multiples), the packed weight 16-byte aligned and x's rows 4-byte aligned.
+/// at `x16` (rows `ldx` apart) with its packed weight at `packed`, where it may run
+/// ([`skinny_takes`]), the packed weight 16-byte aligned and x's rows 8-byte aligned.
 fn skinny_entry(
+    ty: GemmType,
+    m: usize,
+    (k, block, integral_zp): (usize, usize, bool),
+    (packed, x16, ldx): (DevPtr, DevPtr, usize),
+) -> Option<&'static str> {
+    let entry = match (ty, m > SKINNY_TILE_ROWS) {
+        (GemmType::F16, false) => "gemm_int4_skinny_f16",
+        (GemmType::Bf16, false) => "gemm_int4_skinny_bf16",
+        (GemmType::F16, true) => "gemm_int4_skinny2_f16",
+        (GemmType::Bf16, true) => "gemm_int4_skinny2_bf16",
+        (GemmType::F32, _) => return None,
+    };
+    let aligned = packed.is_multiple_of(16) && x16.is_multiple_of(8) && ldx.is_multiple_of(4);
+    (aligned && skinny_takes(ty, m, k, block, integral_zp)).then_some(entry)
+}
+
+/// Whether a layer of this shape takes the skinny kernel in this process where its pointers
+/// are aligned (the selftest names the cases that do): 16-bit x of at most [`skinny_rows`]
+/// rows (the scales are then of x's type, read from the model's f16 or bf16 scales: exact in
+/// it, which the kernel's pair arithmetic needs), k and the block multiples of 32 (whole
+/// 32-value groups, each in one block), and integral zero points.
+pub(crate) fn skinny_takes(
     ty: GemmType,
     m: usize,
     k: usize,
     block: usize,
-    (packed, x16, ldx): (DevPtr, DevPtr, usize),
-) -> Option<&'static str> {
-    let entry = match ty {
-        GemmType::F16 => "gemm_int4_skinny_f16",
-        GemmType::Bf16 => "gemm_int4_skinny_bf16",
-        GemmType::F32 => return None,
-    };
-    let aligned = packed.is_multiple_of(16) && x16.is_multiple_of(4) && ldx.is_multiple_of(2);
-    (aligned && skinny_takes(ty, m, k, block)).then_some(entry)
-}
-
-/// Whether a layer of this shape takes the skinny kernel in this process where its pointers
-/// are aligned (the selftest names the cases that do).
-pub(crate) fn skinny_takes(ty: GemmType, m: usize, k: usize, block: usize) -> bool {
+    integral_zp: bool,
+) -> bool {
     ty != GemmType::F32
-        && m <= SKINNY_ROWS
+        && m <= skinny_rows().min(2 * SKINNY_TILE_ROWS)
         && k.is_multiple_of(32)
-        && block >= 16
-        && skinny_wanted()
+        && block.is_multiple_of(32)
+        && integral_zp
 }
 
 /// Runs of k groups the skinny launch splits a layer of `groups` groups of 32 values into, and
-/// the groups a run: enough runs that `columns` column blocks a run make `wanted` blocks (about
-/// two waves), at most one a 16 groups (two a warp, so that a warp's next loads have a group to
-/// overlap), at most `room_runs` (what the partial sums' scratch holds), at least one.
+/// the groups a run (a multiple of 4: the kernel's warps take quads of groups): enough runs
+/// that `columns` column blocks a run make `wanted` blocks (about two waves), at most one a 32
+/// groups (a quad a warp), at most `room_runs` (what the partial sums' scratch holds), at
+/// least one.
 fn skinny_runs(groups: usize, columns: usize, wanted: usize, room_runs: usize) -> (usize, usize) {
     let runs = wanted
         .div_ceil(columns.max(1))
-        .min(groups / 16)
+        .min(groups / 32)
         .min(room_runs)
         .max(1);
-    let per = groups.div_ceil(runs).max(1);
+    let per = groups.div_ceil(runs).next_multiple_of(4).max(4);
     (groups.div_ceil(per).max(1), per)
 }
 
-/// Blocks of the skinny kernel an SM holds (119 registers at 256 threads).
+/// Blocks of the skinny kernel an SM holds (its launch bounds: 2 at 256 threads).
 const SKINNY_PER_SM: usize = 2;
 /// Waves of skinny blocks a launch aims for.
 const SKINNY_WAVES: usize = 2;
@@ -249,33 +270,36 @@ fn dequant_items(rows: usize, k: usize, block: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{INT4_SKINNY_ENV, dequant_items, parse_skinny, skinny_runs};
+    use super::{INT4_SKINNY_ENV, SKINNY_DEFAULT_ROWS, dequant_items, parse_skinny, skinny_runs};
 
     #[test]
     fn the_skinny_runs_fill_two_waves_within_the_scratch() {
         // Llama-3-8B down (k 14,336: 448 groups; 128 column blocks) on 132 SMs, 528 blocks
-        // wanted: 5 runs of 90 groups (the last 88).
-        assert_eq!(skinny_runs(448, 128, 528, usize::MAX), (5, 90));
+        // wanted: 5 runs of 92 groups (23 quads; the last 80).
+        assert_eq!(skinny_runs(448, 128, 528, usize::MAX), (5, 92));
         // Wide layers take one run; so do short rows (fewer than 32 groups).
         assert_eq!(skinny_runs(128, 896, 528, usize::MAX), (1, 128));
         assert_eq!(skinny_runs(28, 28, 528, usize::MAX), (1, 28));
         // The scratch bounds the runs; none fits: one run.
-        assert_eq!(skinny_runs(448, 128, 528, 3), (3, 150));
+        assert_eq!(skinny_runs(448, 128, 528, 3), (3, 152));
         assert_eq!(skinny_runs(448, 128, 528, 0), (1, 448));
+        // Llama-3-8B o (128 groups, 128 blocks): a quad a warp, 4 runs.
+        assert_eq!(skinny_runs(128, 128, 528, usize::MAX), (4, 32));
         for (groups, columns, room) in [(448, 128, 99), (280, 48, 9), (48, 64, 99), (1, 1, 1)] {
             let (runs, per) = skinny_runs(groups, columns, 528, room);
-            assert!(runs >= 1 && runs <= room.max(1) && per >= 1);
+            assert!(runs >= 1 && runs <= room.max(1) && per.is_multiple_of(4));
             // Every group in exactly one run, no run empty.
             assert!(runs * per >= groups && (runs - 1) * per < groups);
         }
     }
 
     #[test]
-    fn the_skinny_switch_takes_0_or_1() {
-        assert_eq!(parse_skinny(None), Ok(false));
-        assert_eq!(parse_skinny(Some("0")), Ok(false));
-        assert_eq!(parse_skinny(Some(" 1")), Ok(true));
-        for bad in ["2", "yes", ""] {
+    fn the_skinny_switch_takes_0_16_or_32_rows() {
+        assert_eq!(parse_skinny(None), Ok(SKINNY_DEFAULT_ROWS));
+        assert_eq!(parse_skinny(Some("0")), Ok(0));
+        assert_eq!(parse_skinny(Some(" 16")), Ok(16));
+        assert_eq!(parse_skinny(Some("32")), Ok(32));
+        for bad in ["1", "64", "yes", ""] {
             let why = parse_skinny(Some(bad)).expect_err(bad);
             assert!(why.contains(INT4_SKINNY_ENV), "{why}");
         }

@@ -63,7 +63,9 @@ pub(super) fn cases() -> Vec<Case> {
             c(7, 1000, 77, 16, true, 0, -1), // k not a multiple of the block (nor of 16)
             c(3, 999, 64, 64, false, 0, -1), // odd k, zero points 8
             c(4, 1024, 48, 16, false, 0, -1), // 16-value groups, one scale each, zero points 8
-            c(16, 2048, 96, 128, true, 0, -1), // 16 rows, the skinny kernel's most
+            c(16, 2048, 96, 128, true, 0, -1), // 16 rows, one skinny row tile's most
+            c(24, 1568, 72, 32, true, 0, -1), // two row tiles, 49 groups (a partial quad)
+            c(32, 4096, 64, 64, false, 0, -1), // two full row tiles, zero points 8
             c(12, 4096, 40, 64, false, 0, -1), // a partial 32-column block, zero points 8
             c(130, 4096, 96, 128, true, 0, -1),
             c(5, 1536, 200, 32, true, 1, -1),
@@ -163,7 +165,7 @@ pub(super) fn check_case(
         ops.gemm_int4(
             blas,
             parts,
-            bs,
+            (bs, true),
             case.gemm_type(),
             dx.ptr,
             bias_ptr,
@@ -176,7 +178,7 @@ pub(super) fn check_case(
     })?;
     let name = format!(
         "gemm int4 {dt:?} m{m} k{k} n{n} bs{bs}{}{}{}",
-        if skinny_takes(case.gemm_type(), m, k, bs) {
+        if skinny_takes(case.gemm_type(), m, k, bs, true) {
             " skinny"
         } else {
             ""

@@ -241,11 +241,13 @@ extern "C" __global__ void dequant_int4_bf16(const u8* packed, const float* scal
 // the sum does not see: in k16 step i (0..7) lane t's slots 2t, 2t + 1 are its group's values
 // 4i, 4i + 1 and slots 2t + 8, 2t + 9 its values 4i + 2, 4i + 3, in b (byte 2i and 2i + 1 of
 // its 16 bytes, each byte's two nibbles one pair) and in a (x's values at the same k: one
-// 8-byte load per row). The x rows are the a rows of the RT row tiles (rows past m read as 0).
+// 16-byte load per row for two steps). The x rows are the a rows of the RT row tiles (rows
+// past m read as 0). Weights, scales and zero points stream past L1 (load_stream*), which keeps
+// x, read by every column block.
 // The warps' sums meet in shared memory, added in warp order; with one run (gridDim.y 1) the
 // block writes c [m, n] (rows ldc apart), else its run's partial sums to part [gridDim.y, m,
 // n], which skinny_sum_f32 adds in run order. The host takes this for k a multiple of 32,
-// 16-byte aligned packed rows and 8-byte aligned x rows.
+// 16-byte aligned packed rows and x rows.
 #define SKINNY_WARPS 8
 #define SKINNY_TILES 4
 #define SKINNY_COLS (8 * SKINNY_TILES)
@@ -282,10 +284,11 @@ __device__ __forceinline__ void skinny_load(SkinnyQuad& w, const u8* __restrict_
     for (int j = 0; j < SKINNY_TILES; j++) {
         int col = col0 + 8 * j + g;
         if (col < n && group < last) {
-            w.q[j] = *(const uint4*)(packed + (size_t)col * row_bytes + (size_t)group * 16);
+            w.q[j] = load_stream16(packed + (size_t)col * row_bytes + (size_t)group * 16);
             size_t at = (size_t)col * nb + (size_t)group * 32 / bs;
-            u32 sh = half_bits(scales[at], BF);
-            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)(zp ? zp[at] : 8.0f) | 0x8000u;
+            u32 sh = half_bits(load_stream_f32(scales + at), BF);
+            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)(zp ? load_stream_f32(zp + at) : 8.0f) |
+                     0x8000u;
             w.s[j] = sh | (sh << 16);
             w.z[j] = zh | (zh << 16);
         } else {
@@ -341,34 +344,43 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
         int group = 4 * quad + t;
         bool live = group < last;
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            u32 a[RT][4];
+        for (int i2 = 0; i2 < 4; i2++) {
+            // x's values 8 * i2 .. + 7 of the group for rows g and g + 8 of each row tile: the
+            // a fragments of steps 2 * i2 (the first half) and 2 * i2 + 1.
+            uint4 lo[RT], hi[RT];
 #pragma unroll
             for (int r = 0; r < RT; r++) {
                 int row = 16 * r + g;
-                const u16* xr = x + (size_t)row * ldx + (size_t)group * 32 + 4 * i;
-                uint2 lo = live && row < m ? *(const uint2*)xr : make_uint2(0u, 0u);
-                uint2 hi = live && row + 8 < m ? *(const uint2*)(xr + (size_t)8 * ldx)
-                                               : make_uint2(0u, 0u);
-                a[r][0] = lo.x;
-                a[r][1] = hi.x;
-                a[r][2] = lo.y;
-                a[r][3] = hi.y;
+                const u16* xr = x + (size_t)row * ldx + (size_t)group * 32 + 8 * i2;
+                uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+                lo[r] = live && row < m ? *(const uint4*)xr : zero;
+                hi[r] = live && row + 8 < m ? *(const uint4*)(xr + (size_t)8 * ldx) : zero;
             }
 #pragma unroll
-            for (int j = 0; j < SKINNY_TILES; j++) {
-                u32 words[4] = {now.q[j].x, now.q[j].y, now.q[j].z, now.q[j].w};
-                u32 word = words[i >> 1], shifted = word >> 4;
-                u32 b0, b1;
-                if (i & 1) {
-                    b0 = skinny_pair<BF, 2>(word, shifted, now.z[j], now.s[j]);
-                    b1 = skinny_pair<BF, 3>(word, shifted, now.z[j], now.s[j]);
-                } else {
-                    b0 = skinny_pair<BF, 0>(word, shifted, now.z[j], now.s[j]);
-                    b1 = skinny_pair<BF, 1>(word, shifted, now.z[j], now.s[j]);
+            for (int half = 0; half < 2; half++) {
+                u32 a[RT][4];
+#pragma unroll
+                for (int r = 0; r < RT; r++) {
+                    a[r][0] = half ? lo[r].z : lo[r].x;
+                    a[r][1] = half ? hi[r].z : hi[r].x;
+                    a[r][2] = half ? lo[r].w : lo[r].y;
+                    a[r][3] = half ? hi[r].w : hi[r].y;
                 }
 #pragma unroll
-                for (int r = 0; r < RT; r++) mma_16816<BF>(d[r][j], a[r], b0, b1);
+                for (int j = 0; j < SKINNY_TILES; j++) {
+                    u32 words[4] = {now.q[j].x, now.q[j].y, now.q[j].z, now.q[j].w};
+                    u32 word = words[i2], shifted = word >> 4;
+                    u32 b0, b1;
+                    if (half) {
+                        b0 = skinny_pair<BF, 2>(word, shifted, now.z[j], now.s[j]);
+                        b1 = skinny_pair<BF, 3>(word, shifted, now.z[j], now.s[j]);
+                    } else {
+                        b0 = skinny_pair<BF, 0>(word, shifted, now.z[j], now.s[j]);
+                        b1 = skinny_pair<BF, 1>(word, shifted, now.z[j], now.s[j]);
+                    }
+#pragma unroll
+                    for (int r = 0; r < RT; r++) mma_16816<BF>(d[r][j], a[r], b0, b1);
+                }
             }
         }
         now = next;

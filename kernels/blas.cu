@@ -235,7 +235,8 @@ extern "C" __global__ void dequant_int4_bf16(const u8* packed, const float* scal
 //
 // Layout. Block (bx, by) takes 32 weight columns (four n8 tiles) from bx * 32 and the by-th
 // run of `per` groups of 32 k values (per a multiple of 4); its 8 warps take every 8th quad of
-// four groups, each loading its next quad before the current quad's products. In a quad, lane
+// four groups, each loading its next quad before the current quad's products (two quads'
+// registers in turn). In a quad, lane
 // (g = lane / 4, t = lane % 4) holds group 4 * quad + t of column g of each tile: the four
 // lanes of a column read 64 consecutive bytes. The mma's k slots are assigned per lane, which
 // the sum does not see: in k16 step i (0..7) lane t's slots 2t, 2t + 1 are its group's values
@@ -274,20 +275,27 @@ __device__ __forceinline__ u32 half2_fma(u32 a, u32 b, u32 c) {
     return d;
 }
 
+// Where a lane reads its columns: the packed row, scales and zero points of column col0 + g
+// (tile j adds 8 * j rows), and how many of its four columns are inside n.
+struct SkinnyLane {
+    const u8* q;
+    const float *s, *z;
+    size_t q_tile;
+    int s_tile, tiles;
+};
+
 template <bool BF>
-__device__ __forceinline__ void skinny_load(SkinnyQuad& w, const u8* __restrict__ packed,
-                                            const float* __restrict__ scales,
-                                            const float* __restrict__ zp, size_t row_bytes,
-                                            int nb, int bs, int n, int col0, int g, int group,
-                                            int last) {
+__device__ __forceinline__ void skinny_load(SkinnyQuad& w, const SkinnyLane& at, int bs,
+                                            int group, int last) {
+    bool live = group < last;
+    int block = group * 32 / bs;
 #pragma unroll
     for (int j = 0; j < SKINNY_TILES; j++) {
-        int col = col0 + 8 * j + g;
-        if (col < n && group < last) {
-            w.q[j] = load_stream16(packed + (size_t)col * row_bytes + (size_t)group * 16);
-            size_t at = (size_t)col * nb + (size_t)group * 32 / bs;
-            u32 sh = half_bits(load_stream_f32(scales + at), BF);
-            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)(zp ? load_stream_f32(zp + at) : 8.0f) |
+        if (live && j < at.tiles) {
+            w.q[j] = load_stream16(at.q + at.q_tile * j + (size_t)group * 16);
+            int i = at.s_tile * j + block;
+            u32 sh = half_bits(load_stream_f32(at.s + i), BF);
+            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)(at.z ? load_stream_f32(at.z + i) : 8.0f) |
                      0x8000u;
             w.s[j] = sh | (sh << 16);
             w.z[j] = zh | (zh << 16);
@@ -308,6 +316,53 @@ __device__ __forceinline__ u32 skinny_pair(u32 word, u32 shifted, u32 neg_zp, u3
     return half2_fma<BF>(half2_fma<BF>(v, one, neg_zp), scale, 0x80008000u);
 }
 
+// The products of one quad (lane t's group `group`, its weights `w`) into d.
+template <bool BF, int RT>
+__device__ __forceinline__ void skinny_quad(float (&d)[RT][SKINNY_TILES][4], const SkinnyQuad& w,
+                                            const u16* __restrict__ x, int ldx, int m, int g,
+                                            int group, bool live) {
+#pragma unroll
+    for (int i2 = 0; i2 < 4; i2++) {
+        // x's values 8 * i2 .. + 7 of the group for rows g and g + 8 of each row tile: the a
+        // fragments of steps 2 * i2 (the first half) and 2 * i2 + 1.
+        uint4 lo[RT], hi[RT];
+#pragma unroll
+        for (int r = 0; r < RT; r++) {
+            int row = 16 * r + g;
+            const u16* xr = x + (size_t)row * ldx + (size_t)group * 32 + 8 * i2;
+            uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+            lo[r] = live && row < m ? *(const uint4*)xr : zero;
+            hi[r] = live && row + 8 < m ? *(const uint4*)(xr + (size_t)8 * ldx) : zero;
+        }
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            u32 a[RT][4];
+#pragma unroll
+            for (int r = 0; r < RT; r++) {
+                a[r][0] = half ? lo[r].z : lo[r].x;
+                a[r][1] = half ? hi[r].z : hi[r].x;
+                a[r][2] = half ? lo[r].w : lo[r].y;
+                a[r][3] = half ? hi[r].w : hi[r].y;
+            }
+#pragma unroll
+            for (int j = 0; j < SKINNY_TILES; j++) {
+                u32 words[4] = {w.q[j].x, w.q[j].y, w.q[j].z, w.q[j].w};
+                u32 word = words[i2], shifted = word >> 4;
+                u32 b0, b1;
+                if (half) {
+                    b0 = skinny_pair<BF, 2>(word, shifted, w.z[j], w.s[j]);
+                    b1 = skinny_pair<BF, 3>(word, shifted, w.z[j], w.s[j]);
+                } else {
+                    b0 = skinny_pair<BF, 0>(word, shifted, w.z[j], w.s[j]);
+                    b1 = skinny_pair<BF, 1>(word, shifted, w.z[j], w.s[j]);
+                }
+#pragma unroll
+                for (int r = 0; r < RT; r++) mma_16816<BF>(d[r][j], a[r], b0, b1);
+            }
+        }
+    }
+}
+
 template <bool BF, int RT>
 __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x, int ldx,
                                                  const u8* __restrict__ packed,
@@ -323,6 +378,13 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
     int first = blockIdx.y * per, last = min(first + per, k / 32);
     int quads = (last + 3) / 4;
     size_t row_bytes = (size_t)nb * (bs / 2);
+    SkinnyLane at;
+    at.q = packed + (size_t)(col0 + g) * row_bytes;
+    at.s = scales + (size_t)(col0 + g) * nb;
+    at.z = zp ? zp + (size_t)(col0 + g) * nb : nullptr;
+    at.q_tile = 8 * row_bytes;
+    at.s_tile = 8 * nb;
+    at.tiles = max(0, (n - col0 - g + 7) / 8);
     float d[RT][SKINNY_TILES][4];
 #pragma unroll
     for (int r = 0; r < RT; r++)
@@ -330,60 +392,21 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
         for (int j = 0; j < SKINNY_TILES; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) d[r][j][e] = 0.0f;
-    SkinnyQuad now, next;
+    // Two quads' loads in turn (no copy between them): a warp's next quad loads before the
+    // current quad's products. The weights are never written by a kernel: the first quad
+    // loads before the wait.
+    SkinnyQuad even, odd;
     int quad = first / 4 + warp;
-    // The weights are never written by a kernel: the first quad loads before the wait.
-    if (quad < quads)
-        skinny_load<BF>(now, packed, scales, zp, row_bytes, nb, bs, n, col0, g, 4 * quad + t,
-                        last);
+    if (quad < quads) skinny_load<BF>(even, at, bs, 4 * quad + t, last);
     pdl_enter();
-    for (; quad < quads; quad += SKINNY_WARPS) {
-        if (quad + SKINNY_WARPS < quads)
-            skinny_load<BF>(next, packed, scales, zp, row_bytes, nb, bs, n, col0, g,
-                            4 * (quad + SKINNY_WARPS) + t, last);
-        int group = 4 * quad + t;
-        bool live = group < last;
-#pragma unroll
-        for (int i2 = 0; i2 < 4; i2++) {
-            // x's values 8 * i2 .. + 7 of the group for rows g and g + 8 of each row tile: the
-            // a fragments of steps 2 * i2 (the first half) and 2 * i2 + 1.
-            uint4 lo[RT], hi[RT];
-#pragma unroll
-            for (int r = 0; r < RT; r++) {
-                int row = 16 * r + g;
-                const u16* xr = x + (size_t)row * ldx + (size_t)group * 32 + 8 * i2;
-                uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-                lo[r] = live && row < m ? *(const uint4*)xr : zero;
-                hi[r] = live && row + 8 < m ? *(const uint4*)(xr + (size_t)8 * ldx) : zero;
-            }
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                u32 a[RT][4];
-#pragma unroll
-                for (int r = 0; r < RT; r++) {
-                    a[r][0] = half ? lo[r].z : lo[r].x;
-                    a[r][1] = half ? hi[r].z : hi[r].x;
-                    a[r][2] = half ? lo[r].w : lo[r].y;
-                    a[r][3] = half ? hi[r].w : hi[r].y;
-                }
-#pragma unroll
-                for (int j = 0; j < SKINNY_TILES; j++) {
-                    u32 words[4] = {now.q[j].x, now.q[j].y, now.q[j].z, now.q[j].w};
-                    u32 word = words[i2], shifted = word >> 4;
-                    u32 b0, b1;
-                    if (half) {
-                        b0 = skinny_pair<BF, 2>(word, shifted, now.z[j], now.s[j]);
-                        b1 = skinny_pair<BF, 3>(word, shifted, now.z[j], now.s[j]);
-                    } else {
-                        b0 = skinny_pair<BF, 0>(word, shifted, now.z[j], now.s[j]);
-                        b1 = skinny_pair<BF, 1>(word, shifted, now.z[j], now.s[j]);
-                    }
-#pragma unroll
-                    for (int r = 0; r < RT; r++) mma_16816<BF>(d[r][j], a[r], b0, b1);
-                }
-            }
-        }
-        now = next;
+    for (; quad < quads; quad += 2 * SKINNY_WARPS) {
+        int later = quad + SKINNY_WARPS;
+        if (later < quads) skinny_load<BF>(odd, at, bs, 4 * later + t, last);
+        skinny_quad<BF, RT>(d, even, x, ldx, m, g, 4 * quad + t, 4 * quad + t < last);
+        if (later >= quads) break;
+        if (later + SKINNY_WARPS < quads)
+            skinny_load<BF>(even, at, bs, 4 * (later + SKINNY_WARPS) + t, last);
+        skinny_quad<BF, RT>(d, odd, x, ldx, m, g, 4 * later + t, 4 * later + t < last);
     }
 #pragma unroll
     for (int r = 0; r < RT; r++)

@@ -110,9 +110,9 @@ impl Ops<'_> {
 /// ignored, and the prompt route's reason says so.
 pub const INT4_SKINNY_ENV: &str = "GENAI_BRIDGE_INT4_SKINNY";
 
-/// Rows the skinny kernel takes by default: two row tiles (H200, round 36, against the
-/// dequantised GEMMs on Qwen2.5-0.5B/1.5B and Llama-3-8B int4: 13-49% less time to the first
-/// token at 2-16 tokens, 8-33% at 32).
+/// Rows the skinny kernel takes by default: two row tiles (H200, CUDA_NOTES round 36, against
+/// the dequantised GEMMs: Llama-3-8B int4 about half the time to the first token at 8-16
+/// tokens, Qwen2.5-0.5B/1.5B a fifth to a third less; 11-35% less at 32 tokens).
 const SKINNY_DEFAULT_ROWS: usize = 32;
 /// Rows of x one row tile of the skinny kernel covers (the mma's 16 a rows); its `2` entries
 /// take two tiles.

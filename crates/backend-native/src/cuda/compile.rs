@@ -145,6 +145,12 @@ pub const SOURCES: &[Source] = &[
             "dequant_int4_f32",
             "dequant_int4_f16",
             "dequant_int4_bf16",
+        ],
+    },
+    Source {
+        family: "int4_skinny",
+        code: include_str!("../../../../kernels/int4_skinny.cu"),
+        symbols: &[
             "gemm_int4_skinny_f16",
             "gemm_int4_skinny_bf16",
             "gemm_int4_skinny2_f16",

@@ -4,7 +4,9 @@
 //! one GEMM per slice writes those columns of the sums; the epilogue then runs once over all of
 //! them. With half-precision scales this is what the ONNX Runtime CUDA EP computes (fp16
 //! dequantisation, f32 sums); with f32 scales the same values as the GEMV in another summation
-//! order. CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
+//! order. Prompts of up to 32 rows where it suits take `gemm_int4_skinny*_*` instead
+//! (kernels/int4_skinny.cu: the same rounded weights, dequantised in the kernel's own loads).
+//! CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
 use super::{Blas, ColMajor, GemmType, HalfCopy, Halves, dequant_cols, elementwise_blocks};
 use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops, cfg, int, launch};
@@ -105,7 +107,7 @@ impl Ops<'_> {
 
 /// Environment variable: the most rows of x an int4 prompt layer (f16/bf16 activations) runs
 /// on the tensor cores straight from the packed weights (`gemm_int4_skinny*_*` in
-/// kernels/blas.cu), with no dequantised copy: `0` (off: every prompt row through the
+/// kernels/int4_skinny.cu), with no dequantised copy: `0` (off: every prompt row through the
 /// dequantisation and cuBLAS), `16` or `32`; unset: [`SKINNY_DEFAULT_ROWS`]. Another value is
 /// ignored, and the prompt route's reason says so.
 pub const INT4_SKINNY_ENV: &str = "GENAI_BRIDGE_INT4_SKINNY";

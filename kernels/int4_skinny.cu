@@ -38,6 +38,16 @@
 #ifndef SKINNY_XPF
 #define SKINNY_XPF 0
 #endif
+// SKINNY_AHEAD=0 with SKINNY_MIN_BLOCKS=3 (defines for A/B runs; the defaults 1 and 2 leave the
+// machine code as it was): a warp loads each quad's weights just before its products, no quad
+// ahead, so it needs fewer registers and an SM holds three blocks: more warps to hide the loads
+// instead of a quad in flight a warp (the same products in the same order: the same bits).
+#ifndef SKINNY_AHEAD
+#define SKINNY_AHEAD 1
+#endif
+#ifndef SKINNY_MIN_BLOCKS
+#define SKINNY_MIN_BLOCKS 2
+#endif
 
 // One lane's share of a quad for its four columns: 16 packed bytes each, the scale as a pair
 // of halves and -(magic + zp) as a pair (all 0 where the group or column is out of range).
@@ -201,6 +211,7 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
     // Two quads' loads in turn (no copy between them): a warp's next quad loads before the
     // current quad's products. The weights are never written by a kernel: the first quad
     // loads before the wait.
+#if SKINNY_AHEAD
     SkinnyQuad even, odd;
     int quad = first / 4 + warp;
     if (quad < quads) skinny_load<BF>(even, at, bs, 4 * quad + t, last);
@@ -220,6 +231,17 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
         }
         skinny_quad<BF, RT>(d, odd, x, ldx, m, g, 4 * later + t, 4 * later + t < last);
     }
+#else
+    pdl_enter();
+    for (int quad = first / 4 + warp; quad < quads; quad += SKINNY_WARPS) {
+        SkinnyQuad now;
+        int group = 4 * quad + t;
+        skinny_load<BF>(now, at, bs, group, last);
+        int next = group + 4 * SKINNY_WARPS;
+        if (quad + SKINNY_WARPS < quads) skinny_prefetch_x<RT>(x, ldx, m, g, next, next < last);
+        skinny_quad<BF, RT>(d, now, x, ldx, m, g, group, group < last);
+    }
+#endif
 #pragma unroll
     for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -243,27 +265,27 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
     }
 }
 
-// Both row-tile counts at two blocks an SM (two tiles would take 170 registers unbounded;
-// bounded, they spill ~100 bytes).
-extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+// Both row-tile counts at two blocks an SM by default (two tiles would take 170 registers
+// unbounded; bounded, they spill ~100 bytes).
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
     gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
         float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<false, 1>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
     gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
         float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<true, 1>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
     gemm_int4_skinny2_f16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
         float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<false, 2>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, 2)
+extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
     gemm_int4_skinny2_bf16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
         float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<true, 2>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);

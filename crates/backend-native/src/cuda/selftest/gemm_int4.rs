@@ -66,6 +66,8 @@ pub(super) fn cases() -> Vec<Case> {
             c(16, 2048, 96, 128, true, 0, -1), // 16 rows, one skinny row tile's most
             c(24, 1568, 72, 32, true, 0, -1), // two row tiles, 49 groups (a partial quad)
             c(32, 4096, 64, 64, false, 0, -1), // two full row tiles, zero points 8
+            c(6, 1024, 77, 32, true, 0, -1), // a skinny tile cut inside its 8 columns
+            c(20, 2048, 50, 256, true, 0, -1), // 256-value blocks, a cut tile, two row tiles
             c(12, 4096, 40, 64, false, 0, -1), // a partial 32-column block, zero points 8
             c(130, 4096, 96, 128, true, 0, -1),
             c(5, 1536, 200, 32, true, 1, -1),

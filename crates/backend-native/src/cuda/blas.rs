@@ -95,7 +95,10 @@ pub(crate) fn choose(option: Option<bool>, stream: &CudaStream) -> (bool, String
             .into_iter()
             .flatten()
             .fold(
-                "prompt linear layers: cuBLAS GEMMs for dense weights".to_string(),
+                format!(
+                    "prompt linear layers: cuBLAS GEMMs for dense weights; {}",
+                    int4::route_note()
+                ),
                 |reason, why| format!("{reason}; {why}"),
             ),
         ),

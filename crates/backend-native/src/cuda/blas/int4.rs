@@ -144,6 +144,19 @@ fn skinny_rows() -> usize {
     })
 }
 
+/// What the prompt route says of CompFp32 int4 layers in this process.
+pub(crate) fn route_note() -> String {
+    let copy = "dequantised slices and cuBLAS GEMMs";
+    match skinny_rows() {
+        0 => format!("int4 weights: {copy} ({INT4_SKINNY_ENV}=0)"),
+        rows => format!(
+            "int4 weights: up to {rows} rows a tensor-core GEMM that dequantises in its loads \
+             (sm_80 and later, scales of the activations' type, integral zero points), \
+             else {copy}"
+        ),
+    }
+}
+
 /// The skinny entry for a layer of `k` inputs in blocks of `block` over `m` rows of x in `ty`
 /// at `x16` (rows `ldx` apart) with its packed weight at `packed`, where it may run
 /// ([`skinny_takes`]), the packed weight and x's rows 16-byte aligned.

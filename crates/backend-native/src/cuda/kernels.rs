@@ -54,8 +54,10 @@ pub(crate) struct Kernels {
     /// Whether the device has the mma.sync tensor-core products (sm_80 or later), which the
     /// kernels that use them compile out before.
     pub mma: bool,
-    /// One-row plans named by shape (`GENAI_BRIDGE_ROW_PLAN`), over any rule's.
+    /// One-row plans named by shape (`GENAI_BRIDGE_ROW_PLAN`), over any rule's, and the
+    /// switch's pairs that did not parse.
     row_plans: HashMap<(usize, usize), OneRow>,
+    row_plans_ignored: Vec<String>,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
     /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
@@ -191,6 +193,7 @@ impl Kernels {
             | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
             _ => HashMap::new(),
         };
+        let (row_plans, row_plans_ignored) = one_row::row_plans_from_env();
         let sms = waves::multiprocessors(&device.ctx);
         let shared_max = shared::prepare(&device.ctx, &functions);
         Ok(Kernels {
@@ -203,7 +206,8 @@ impl Kernels {
             decode,
             prompt,
             mma: device.major >= 8,
-            row_plans: one_row::row_plans_from_env(),
+            row_plans,
+            row_plans_ignored,
             resident,
             sms,
             shared_max,

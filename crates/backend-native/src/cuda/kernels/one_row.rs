@@ -22,28 +22,35 @@ const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 /// projection alone); malformed pairs are ignored.
 const ROW_PLAN_ENV: &str = "GENAI_BRIDGE_ROW_PLAN";
 
-/// The plans [`ROW_PLAN_ENV`]'s text names, by (n, k); pairs that do not parse are left out.
-pub(super) fn row_plans(text: &str) -> HashMap<(usize, usize), OneRow> {
+/// The plans [`ROW_PLAN_ENV`]'s text names, by (n, k), and the pairs that do not parse (left
+/// out).
+pub(super) fn row_plans(text: &str) -> (HashMap<(usize, usize), OneRow>, Vec<String>) {
     let pair = |item: &str| -> Option<((usize, usize), OneRow)> {
-        let (shape, plan) = item.trim().split_once('=')?;
+        let (shape, plan) = item.split_once('=')?;
         let (n, k) = shape.split_once('x')?;
         let (via, split) = plan.split_once(':')?;
-        let via = match via {
-            "walk" => RowKernel::Walk,
-            "pipe" => RowKernel::Pipe,
-            "shared" => RowKernel::Shared,
-            _ => return None,
-        };
+        let via = [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared]
+            .into_iter()
+            .find(|r| r.name() == via)?;
         let split: usize = split.parse().ok()?;
         let shape = (n.parse().ok()?, k.parse().ok()?);
         (split > 0 && DEC_WARPS.is_multiple_of(split)).then_some((shape, OneRow { via, split }))
     };
-    text.split(',').filter_map(pair).collect()
+    let (mut plans, mut ignored) = (HashMap::new(), Vec::new());
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match pair(item) {
+            Some((shape, plan)) => {
+                plans.insert(shape, plan);
+            }
+            None => ignored.push(item.to_string()),
+        }
+    }
+    (plans, ignored)
 }
 
-/// The plans [`ROW_PLAN_ENV`] names (none when unset).
-pub(super) fn row_plans_from_env() -> HashMap<(usize, usize), OneRow> {
-    std::env::var(ROW_PLAN_ENV).map_or_else(|_| HashMap::new(), |text| row_plans(&text))
+/// The plans [`ROW_PLAN_ENV`] names (none when unset), and its pairs that do not parse.
+pub(super) fn row_plans_from_env() -> (HashMap<(usize, usize), OneRow>, Vec<String>) {
+    std::env::var(ROW_PLAN_ENV).map_or_else(|_| Default::default(), |text| row_plans(&text))
 }
 
 /// The one-row linear layers' kernel.
@@ -167,6 +174,17 @@ pub(crate) enum RowKernel {
     Shared,
 }
 
+impl RowKernel {
+    /// The entry's name in `GENAI_BRIDGE_ROW_PLAN`.
+    fn name(self) -> &'static str {
+        match self {
+            RowKernel::Walk => "walk",
+            RowKernel::Pipe => "pipe",
+            RowKernel::Shared => "shared",
+        }
+    }
+}
+
 /// How a one-row dense linear runs: its entry and its split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OneRow {
@@ -280,6 +298,28 @@ impl Kernels {
     /// launch of `kind`.
     pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
         self.plan_under(self.decode_gemv, kind, s).0
+    }
+
+    /// The route's line for the one-row dense linears: the rule, and the plans
+    /// `GENAI_BRIDGE_ROW_PLAN` names over it (with any pairs it ignored).
+    pub(crate) fn describe_one_row(&self) -> String {
+        let mut line = format!("one-row dense linears: the {:?} rule", self.decode_gemv);
+        if !self.row_plans.is_empty() {
+            let mut named: Vec<String> = self
+                .row_plans
+                .iter()
+                .map(|(&(n, k), p)| format!("{n}x{k}={}:{}", p.via.name(), p.split))
+                .collect();
+            named.sort();
+            line += &format!(", {ROW_PLAN_ENV} over it: {}", named.join(","));
+        }
+        if !self.row_plans_ignored.is_empty() {
+            line += &format!(
+                "; {ROW_PLAN_ENV} pairs ignored (NxK=walk|pipe|shared:1|2|4): {}",
+                self.row_plans_ignored.join(",")
+            );
+        }
+        line
     }
 
     /// Sets the decode attention's rule for a model (after [`Kernels::fit_gemv_rule`]) from
@@ -402,7 +442,7 @@ mod tests {
 
     #[test]
     fn row_plans_parse_named_pairs_and_drop_malformed_ones() {
-        let plans =
+        let (plans, ignored) =
             row_plans("6144x4096=pipe:2, 896x896=shared:4,1x1=walk:3,2x2=loop:1,3x=walk:1,9x9");
         assert_eq!(plans.len(), 2);
         assert_eq!(plans[&(6144, 4096)], OneRow::pipe(2));
@@ -411,7 +451,9 @@ mod tests {
             split: 4,
         };
         assert_eq!(plans[&(896, 896)], shared);
-        assert!(row_plans("").is_empty());
+        assert_eq!(ignored, ["1x1=walk:3", "2x2=loop:1", "3x=walk:1", "9x9"]);
+        let (plans, ignored) = row_plans("");
+        assert!(plans.is_empty() && ignored.is_empty());
     }
 
     #[test]

@@ -19,7 +19,7 @@ const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 /// `NxK=ENTRY:SPLIT` pairs, comma-separated (ENTRY `walk`, `pipe` or `shared`; SPLIT 1, 2 or
 /// 4): every one-row dense launch of n outputs over k inputs takes that plan instead of the
 /// rule's. An A/B switch for one launch class at a time (on Llama-3-8B, `6144x4096` is the qkv
-/// projection alone); malformed pairs are ignored.
+/// projection alone); malformed pairs are ignored, and the route's reasons name them.
 const ROW_PLAN_ENV: &str = "GENAI_BRIDGE_ROW_PLAN";
 
 /// The plans [`ROW_PLAN_ENV`]'s text names, by (n, k), and the pairs that do not parse (left

@@ -12,22 +12,20 @@
 // the mantissa of `magic` (1024 in f16, 128 in bf16) is magic + q, minus (magic + zp) is q - zp
 // exactly, times the scale is the exact product rounded once (an fma with -0).
 //
-// Layout. Block (bx, by) takes 32 weight columns (four n8 tiles) from bx * 32 and the by-th
-// run of `per` groups of 32 k values (per a multiple of 4); its 8 warps take every 8th quad of
-// four groups, each loading its next quad before the current quad's products (two quads'
-// registers in turn). In a quad, lane
-// (g = lane / 4, t = lane % 4) holds group 4 * quad + t of column g of each tile: the four
-// lanes of a column read 64 consecutive bytes. The mma's k slots are assigned per lane, which
-// the sum does not see: in k16 step i (0..7) lane t's slots 2t, 2t + 1 are its group's values
-// 4i, 4i + 1 and slots 2t + 8, 2t + 9 its values 4i + 2, 4i + 3, in b (byte 2i and 2i + 1 of
-// its 16 bytes, each byte's two nibbles one pair) and in a (x's values at the same k: one
-// 16-byte load per row for two steps). The x rows are the a rows of the RT row tiles (rows
-// past m read as 0). Weights, scales and zero points stream past L1 (load_stream*), which keeps
-// x, read by every column block.
-// The warps' sums meet in shared memory, added in warp order; with one run (gridDim.y 1) the
-// block writes c [m, n] (rows ldc apart), else its run's partial sums to part [gridDim.y, m,
-// n], which skinny_sum_f32 adds in run order. The host takes this for k a multiple of 32,
-// 16-byte aligned packed rows and x rows.
+// Layout. Block (bx, by) takes 32 weight columns (four n8 tiles) from bx * 32 and the by-th run of
+// `per` groups of 32 k values (per a multiple of 4); its 8 warps take every 8th quad of four
+// groups, each loading its next quad before the current quad's products (two quads' registers in
+// turn). In a quad, lane (g = lane / 4, t = lane % 4) holds group 4 * quad + t of column g of each
+// tile: the four lanes of a column read 64 consecutive bytes. The mma's k slots are assigned per
+// lane, which the sum does not see: in k16 step i (0..7) lane t's slots 2t, 2t + 1 are its group's
+// values 4i, 4i + 1 and slots 2t + 8, 2t + 9 its values 4i + 2, 4i + 3, in b (byte 2i and 2i + 1
+// of its 16 bytes, each byte's two nibbles one pair) and in a (x's values at the same k: one
+// 16-byte load per row for two steps). The x rows are the a rows of the RT row tiles (rows past m
+// read as 0). Weights, scales and zero points stream past L1 (load_stream*), which keeps x, read
+// by every column block. The warps' sums meet in shared memory, added in warp order; with one run
+// (gridDim.y 1) the block writes c [m, n] (rows ldc apart), else its run's partial sums to part
+// [gridDim.y, m, n], which skinny_sum_f32 adds in run order. The host takes this for k a multiple
+// of 32, 16-byte aligned packed rows and x rows.
 #define SKINNY_WARPS 8
 #define SKINNY_TILES 4
 #define SKINNY_COLS (8 * SKINNY_TILES)
@@ -268,26 +266,26 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
 // Both row-tile counts at two blocks an SM by default (two tiles would take 170 registers
 // unbounded; bounded, they spill ~100 bytes).
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
-    gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
-        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny_f16(const u16* x, int ldx, const u8* packed, const float* scales,
+        const float* zp, float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<false, 1>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
-    gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
-        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny_bf16(const u16* x, int ldx, const u8* packed, const float* scales,
+        const float* zp, float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<true, 1>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
-    gemm_int4_skinny2_f16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
-        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny2_f16(const u16* x, int ldx, const u8* packed, const float* scales,
+        const float* zp, float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<false, 2>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * SKINNY_WARPS, SKINNY_MIN_BLOCKS)
-    gemm_int4_skinny2_bf16(const u16* x, int ldx, const u8* packed, const float* scales, const float* zp,
-        float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
+    gemm_int4_skinny2_bf16(const u16* x, int ldx, const u8* packed, const float* scales,
+        const float* zp, float* c, int ldc, float* part, int m, int n, int k, int bs, int per) {
     gemm_int4_skinny_body<true, 2>(x, ldx, packed, scales, zp, c, ldc, part, m, n, k, bs, per);
 }
 

@@ -89,8 +89,8 @@ __device__ __forceinline__ void skinny_load(SkinnyQuad& w, const SkinnyLane& at,
             w.q[j] = load_stream16(at.q + at.q_tile * j + (size_t)group * 16);
             int i = at.s_tile * j + block;
             u32 sh = half_bits(load_stream_f32(at.s + i), BF);
-            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)(at.z ? load_stream_f32(at.z + i) : 8.0f) |
-                     0x8000u;
+            float z = at.z ? load_stream_f32(at.z + i) : 8.0f;
+            u32 zh = (skinny_magic(BF) & 0xffffu) | (u32)z | 0x8000u;
             w.s[j] = sh | (sh << 16);
             w.z[j] = zh | (zh << 16);
         } else {
@@ -100,12 +100,13 @@ __device__ __forceinline__ void skinny_load(SkinnyQuad& w, const SkinnyLane& at,
     }
 }
 
-// The L1 lines holding a lane's 64 bytes of each of its x rows for group `group` (x must be
-// written by now: after the PDL wait).
+// The L1 lines holding a lane's 64 bytes of each of its x rows for group `group`, if it is
+// before `last` (x must be written by now: after the PDL wait).
 template <int RT>
 __device__ __forceinline__ void skinny_prefetch_x(const u16* x, int ldx, int m, int g, int group,
-                                                  bool live) {
+                                                  int last) {
 #if SKINNY_XPF
+    bool live = group < last;
 #pragma unroll
     for (int r = 0; r < RT; r++)
 #pragma unroll
@@ -130,11 +131,12 @@ __device__ __forceinline__ u32 skinny_pair(u32 word, u32 shifted, u32 neg_zp, u3
     return half2_fma<BF>(half2_fma<BF>(v, one, neg_zp), scale, 0x80008000u);
 }
 
-// The products of one quad (lane t's group `group`, its weights `w`) into d.
+// The products of one quad (lane t's group `group`, its weights `w`; none past `last`) into d.
 template <bool BF, int RT>
 __device__ __forceinline__ void skinny_quad(float (&d)[RT][SKINNY_TILES][4], const SkinnyQuad& w,
                                             const u16* __restrict__ x, int ldx, int m, int g,
-                                            int group, bool live) {
+                                            int group, int last) {
+    bool live = group < last;
 #pragma unroll
     for (int i2 = 0; i2 < 4; i2++) {
         // x's values 8 * i2 .. + 7 of the group for rows g and g + 8 of each row tile: the a
@@ -218,16 +220,16 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
         int later = quad + SKINNY_WARPS;
         if (later < quads) {
             skinny_load<BF>(odd, at, bs, 4 * later + t, last);
-            skinny_prefetch_x<RT>(x, ldx, m, g, 4 * later + t, 4 * later + t < last);
+            skinny_prefetch_x<RT>(x, ldx, m, g, 4 * later + t, last);
         }
-        skinny_quad<BF, RT>(d, even, x, ldx, m, g, 4 * quad + t, 4 * quad + t < last);
+        skinny_quad<BF, RT>(d, even, x, ldx, m, g, 4 * quad + t, last);
         if (later >= quads) break;
         if (later + SKINNY_WARPS < quads) {
             int next = 4 * (later + SKINNY_WARPS) + t;
             skinny_load<BF>(even, at, bs, next, last);
-            skinny_prefetch_x<RT>(x, ldx, m, g, next, next < last);
+            skinny_prefetch_x<RT>(x, ldx, m, g, next, last);
         }
-        skinny_quad<BF, RT>(d, odd, x, ldx, m, g, 4 * later + t, 4 * later + t < last);
+        skinny_quad<BF, RT>(d, odd, x, ldx, m, g, 4 * later + t, last);
     }
 #else
     pdl_enter();
@@ -236,8 +238,8 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
         int group = 4 * quad + t;
         skinny_load<BF>(now, at, bs, group, last);
         int next = group + 4 * SKINNY_WARPS;
-        if (quad + SKINNY_WARPS < quads) skinny_prefetch_x<RT>(x, ldx, m, g, next, next < last);
-        skinny_quad<BF, RT>(d, now, x, ldx, m, g, group, group < last);
+        if (quad + SKINNY_WARPS < quads) skinny_prefetch_x<RT>(x, ldx, m, g, next, last);
+        skinny_quad<BF, RT>(d, now, x, ldx, m, g, group, last);
     }
 #endif
 #pragma unroll

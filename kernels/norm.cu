@@ -47,14 +47,17 @@ __device__ __forceinline__ void split_row(const float (&v)[NORM_VALUES], int wid
 // skips its stage and gives the same bits. HALF: `out` also written rounded to f16 (half_bf 0)
 // or bf16 (1) into `half`, rows `width` apart: what a prompt GEMM's cast (blas.cu) would make
 // of it, so that GEMM skips its cast.
-template <bool SPLIT, bool HALF>
+// FIXED: delta is read from `fixed`, mlp_fused.cu's 64-bit fixed-point sums (value * 2^32,
+// MF_ACC_STRIDE words apart), and each word is cleared once read, for the next layer's sums.
+template <bool SPLIT, bool HALF, bool FIXED = false>
 __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
                                                const float* __restrict__ delta,
                                                const float* __restrict__ weight,
                                                const float* __restrict__ bias, float* out,
                                                int width, int per_row, int ld, float eps, int rms,
                                                int write_sum, int act, u16* split,
-                                               u16* half, int half_bf) {
+                                               u16* half, int half_bf,
+                                               unsigned long long* fixed = nullptr) {
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
@@ -76,7 +79,16 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;
         xs[j] = i < width ? x[base + i] : 0.0f;
-        ds[j] = delta && i < width ? delta[base + i] : 0.0f;
+        if (FIXED) {
+            ds[j] = 0.0f;
+            if (i < width) {
+                unsigned long long* word = fixed + (base + i) * MF_ACC_STRIDE;
+                ds[j] = __ll2float_rn((long long)*word) * 2.3283064365386963e-10f;  // 2^-32
+                *word = 0ull;
+            }
+        } else {
+            ds[j] = delta && i < width ? delta[base + i] : 0.0f;
+        }
     }
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
@@ -84,7 +96,7 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         float s = 0.0f;
         if (i < width) {
             s = xs[j];
-            if (delta) s += round_act(ds[j], act);
+            if (FIXED || delta) s += round_act(ds[j], act);
         }
         v[j] = s;
         sum += s;
@@ -145,4 +157,15 @@ extern "C" __global__ void skip_norm_split_f32(float* __restrict__ x,
                                                int act, u16* split) {
     skip_norm_body<true, false>(x, delta, weight, bias, out, width, 1, width, eps, rms, write_sum,
                                 act, split, nullptr, 0);
+}
+
+// One row (per_row 1, write_sum 1), delta read from mlp_fused.cu's fixed-point sums at `fixed`
+// (cleared as read).
+extern "C" __global__ void skip_norm_fixed_f32(float* __restrict__ x,
+                                               unsigned long long* __restrict__ fixed,
+                                               const float* __restrict__ weight,
+                                               const float* __restrict__ bias, float* out,
+                                               int width, float eps, int rms, int act) {
+    skip_norm_body<false, false, true>(x, nullptr, weight, bias, out, width, 1, width, eps, rms,
+                                       1, act, nullptr, nullptr, 0, fixed);
 }

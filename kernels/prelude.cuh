@@ -249,6 +249,15 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// u64 words between two outputs' fixed-point sums of the fused MLP (mlp_fused.cu, read back by
+// norm.cu's skip_norm_fixed_f32); more than 1 spreads the sums over more L2 slices.
+#ifndef MF_ACC_STRIDE
+#define MF_ACC_STRIDE 1
+#endif
+#if MF_ACC_STRIDE < 1 || MF_ACC_STRIDE > 16
+#error "MF_ACC_STRIDE must be 1..16 (the host's ACC_WORDS)"
+#endif
+
 // One-row (decode) linear kernels (gemv.cu, int4.cu): warps per block and adjacent columns
 // per warp (a GLU launch's (gate, up) pair lives in one warp).
 #define DEC_WARPS 4

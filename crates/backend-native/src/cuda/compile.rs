@@ -36,7 +36,12 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "norm",
         code: include_str!("../../../../kernels/norm.cu"),
-        symbols: &["skip_norm_f32", "skip_norm_split_f32", "skip_norm_half_f32"],
+        symbols: &[
+            "skip_norm_f32",
+            "skip_norm_split_f32",
+            "skip_norm_half_f32",
+            "skip_norm_fixed_f32",
+        ],
     },
     Source {
         family: "rotary",
@@ -104,6 +109,11 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_shared_f16",
             "gemv_decode_shared_bf16",
         ],
+    },
+    Source {
+        family: "mlp_fused",
+        code: include_str!("../../../../kernels/mlp_fused.cu"),
+        symbols: &["mlp_fused_f16", "mlp_fused_bf16"],
     },
     Source {
         family: "int4",

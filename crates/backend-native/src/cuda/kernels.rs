@@ -16,6 +16,7 @@ mod decode;
 mod int4;
 mod int4_mma;
 mod kv;
+mod mlp;
 mod one_row;
 mod prompt;
 mod rows;
@@ -25,6 +26,7 @@ pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_spl
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
+pub(crate) use mlp::{ACC_WORDS, FusedMlp, MLP_FUSED_ENV, fused_entry};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use prompt::{PromptAttention, PromptKernel, mma_spans};
@@ -70,6 +72,8 @@ pub(crate) struct Kernels {
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
+    /// Whether the one-row MLP may run as one launch here (`GENAI_BRIDGE_MLP_FUSED`).
+    pub mlp: mlp::MlpFused,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -196,6 +200,7 @@ impl Kernels {
         let (row_plans, row_plans_ignored) = one_row::row_plans_from_env();
         let sms = waves::multiprocessors(&device.ctx);
         let shared_max = shared::prepare(&device.ctx, &functions);
+        let mlp = mlp::MlpFused::probe(&device.ctx, &functions);
         Ok(Kernels {
             functions,
             compiled,
@@ -213,6 +218,7 @@ impl Kernels {
             shared_max,
             shared_per_sm: Default::default(),
             int4_mma,
+            mlp,
         })
     }
 

@@ -25,6 +25,7 @@ mod gemm_int4;
 mod halves;
 mod int4;
 mod linear;
+mod mlp;
 mod sampling;
 mod split;
 
@@ -133,6 +134,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     }
     checks.extend(split::checks(&ctx, &mut rng)?);
     checks.extend(halves::norm_checks(&ctx, &mut rng)?);
+    checks.extend(mlp::checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for case in prompt_cases() {
         checks.extend(attention(&ctx, &mut rng, case)?);

@@ -8,7 +8,8 @@ use crate::cuda::blas::{
 };
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
-    DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention, split_bytes,
+    ACC_WORDS, DecodeCall, DecodeHeads, DevPtr, FusedMlp, Kernels, KvCache, KvKind, MLP_FUSED_ENV,
+    Ops, PromptAttention, fused_entry, split_bytes,
 };
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
@@ -42,6 +43,9 @@ pub(crate) struct Buffers {
     x_split: DevBuf<u8>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
+    /// The fused MLP's fixed-point sums (`ACC_WORDS` words a hidden value), zero between
+    /// launches (the norm reading them clears them).
+    acc: DevBuf<u64>,
     qa: DevBuf<i8>,
     sa: DevBuf<f32>,
     pub logits: DevBuf<f32>,
@@ -114,7 +118,8 @@ impl Sizes {
             + model.hidden
             + 13;
         let kv = 2 * self.kv.iter().sum::<usize>() * self.kv_kind.bytes();
-        4 * f32s + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
+        let acc = 8 * ACC_WORDS * model.hidden;
+        4 * f32s + acc + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
 }
 
@@ -239,6 +244,7 @@ impl Buffers {
             x_split: DevBuf::zeros(stream, split_bytes(model.hidden))?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
+            acc: DevBuf::zeros(stream, ACC_WORDS * model.hidden)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
             sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
@@ -338,14 +344,27 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, forms)?;
         let mlp_half = hidden_half(&layer.mlp.parts);
         forms = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, mlp_half)?;
-        let h = mlp_block(ops, layer, b, m, forms)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head (one
         // row: no GEMM).
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         let half = next.and_then(|l| hidden_half(&l.qkv.parts));
-        // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-        forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
+        let fused = (m == 1 && x_split == 0 && half.is_none())
+            .then(|| fused_mlp(ops.k, layer, hidden))
+            .flatten();
+        if let Some(p) = fused {
+            // One launch for the MLP, its sums read back (and cleared) by the norm.
+            ops.mlp_fused(&p, b.normed.ptr, b.acc.ptr)?;
+            let (w, bias) = (norm.weight.ptr, norm.bias_ptr());
+            let out = b.normed.ptr;
+            let eps_rms = (norm.eps, norm.rms);
+            ops.skip_norm_fixed((b.x.ptr, b.acc.ptr), (w, bias), out, hidden, eps_rms, act)?;
+            forms = normed;
+        } else {
+            let h = mlp_block(ops, layer, b, m, forms)?;
+            // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
+            forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
+        }
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
@@ -493,6 +512,61 @@ fn attention_chunk(
 
 /// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:
 /// the down projection's input (with its half copy where a GLU GEMM's epilogue wrote one).
+/// One line for the route's reasons: how one-row steps run the MLP.
+pub(crate) fn describe_mlp(k: &Kernels, model: &DevModel) -> String {
+    if !k.mlp.on {
+        return format!(
+            "one-row MLP: two launches ({MLP_FUSED_ENV}=1 fuses them where every weight of \
+             the MLP fits in the device's shared memory at once)"
+        );
+    }
+    let plans: Vec<FusedMlp> = model
+        .layers
+        .iter()
+        .filter_map(|l| fused_mlp(k, l, model.hidden))
+        .collect();
+    let slice = plans.first().map_or(String::new(), |p| {
+        format!(", {} intermediate units a block", p.slice)
+    });
+    format!(
+        "one-row MLP: {} of {} layers as one launch ({MLP_FUSED_ENV}=1{slice}), the rest as two",
+        plans.len(),
+        model.layers.len()
+    )
+}
+
+/// The layer's MLP as one fused launch, where it is on and suits the layer: one (gate, up)
+/// weight and a down projection without a bias, both dense of one half-precision kind and in
+/// device memory, and a slice that fits (`Kernels::mlp_fused_slice`).
+fn fused_mlp(k: &Kernels, l: &DevLayer, hidden: usize) -> Option<FusedMlp> {
+    let mlp = &l.mlp;
+    let [(gate_up, 0)] = mlp.parts.as_slice() else {
+        return None;
+    };
+    if !mlp.glu || !mlp.gated || mlp.down.has_bias() {
+        return None;
+    }
+    let (kind, gu, gu_bias) = gate_up.dense_resident()?;
+    let (down_kind, down, _) = mlp.down.dense_resident()?;
+    let inter = mlp.width;
+    let shapes =
+        (gate_up.k, gate_up.n, mlp.down.k, mlp.down.n) == (hidden, 2 * inter, inter, hidden);
+    if kind != down_kind || !shapes {
+        return None;
+    }
+    let slice = k.mlp_fused_slice(kind, hidden, inter)?;
+    Some(FusedMlp {
+        entry: fused_entry(kind)?,
+        slice,
+        hidden,
+        inter,
+        gate_up: gu,
+        gate_up_bias: gu_bias,
+        down,
+        activation: mlp.activation,
+    })
+}
+
 fn mlp_block(
     ops: &Ops<'_>,
     l: &DevLayer,

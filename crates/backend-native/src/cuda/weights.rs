@@ -252,6 +252,17 @@ impl DevLinear {
         }
     }
 
+    /// The dense kernel kind, weight and bias (0: none) addresses of a layer held in device
+    /// memory; `None` for an int4 layer or one the pager streams (the fused MLP reads its
+    /// weights before the launches that would acquire them).
+    pub fn dense_resident(&self) -> Option<(&'static str, DevPtr, DevPtr)> {
+        let (Form::Dense { kernel }, Home::Device(buf)) = (self.form, &self.home) else {
+            return None;
+        };
+        let bias = self.parts.bias.map_or(0, |o| buf.ptr + o as u64);
+        Some((kernel, buf.ptr + self.parts.main as u64, bias))
+    }
+
     /// The type of the GEMM `m` rows of this layer run here, if they run through one (as
     /// `Ops::dense` and `Ops::int4_fp32` choose): what a half copy of its x should hold.
     pub fn prompt_gemm(&self, ops: &Ops<'_>, m: usize) -> Option<GemmType> {

@@ -11,7 +11,7 @@ pub(crate) const ARGMAX_PARTS: usize = 128;
 
 /// Threads of a norm block for rows of `width`: NORM_VALUES (8) values per thread in whole
 /// warps, at most 1024 threads.
-fn norm_threads(width: usize) -> Result<u32, Error> {
+pub(super) fn norm_threads(width: usize) -> Result<u32, Error> {
     if width == 0 || width > 8 * 1024 {
         return Err(Error::Invalid {
             what: "norm width",

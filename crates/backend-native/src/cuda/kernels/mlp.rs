@@ -1,0 +1,254 @@
+//! The one-row feed-forward block in one launch (`mlp_fused_*` in kernels/mlp_fused.cu) and
+//! the norm that reads its sums back (`skip_norm_fixed_f32`): when it is on, the rule that
+//! sizes each block's slice of the intermediate units, and the two launches.
+//!
+//! The fused launch keeps every weight of the MLP in shared memory at once, so it is taken only
+//! where all of its blocks are resident together with their slices (one wave), and only for
+//! half-precision dense weights in device memory (not streamed by the pager), a gated MLP of
+//! one (gate, up) weight and a down projection without a bias. Its sums are 64-bit fixed point
+//! (kernels/mlp_fused.cu says why and what range), so its results differ from the two-launch
+//! form's in the last bits of the down projection's f32 sums, never from run to run.
+
+use super::{DevPtr, Kernels, Ops, cfg, grid_dim, int, launch};
+use crate::error::Error;
+use cudarc::driver::{CudaContext, CudaFunction};
+use std::collections::HashMap;
+
+/// Environment variable: `1` takes the fused MLP where it fits (off by default).
+pub const MLP_FUSED_ENV: &str = "GENAI_BRIDGE_MLP_FUSED";
+
+/// Threads of a fused block (`MF_THREADS`).
+const THREADS: u32 = 256;
+
+/// The widest hidden row a lane's registers hold x for (`32 * 8 * MF_XUNITS`).
+const MAX_HIDDEN: usize = 2048;
+
+/// u64 words the sums buffer holds per hidden value: `MF_ACC_STRIDE` may be at most this.
+pub(crate) const ACC_WORDS: usize = 16;
+
+/// A fused plan's key: the entry, hidden and intermediate widths.
+type PlanKey = (&'static str, usize, usize);
+
+/// Whether the fused MLP may run here, and the dynamic shared memory its blocks may take.
+#[derive(Debug, Default)]
+pub(crate) struct MlpFused {
+    /// `GENAI_BRIDGE_MLP_FUSED=1` and the entries opted into large shared memory.
+    pub on: bool,
+    max_bytes: usize,
+    /// The slice chosen per (entry, hidden, inter), once.
+    plans: std::sync::Mutex<HashMap<PlanKey, Option<usize>>>,
+}
+
+/// A fused launch: its entry, the slice of intermediate units a block takes, and the weights.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FusedMlp {
+    pub entry: &'static str,
+    pub slice: usize,
+    pub hidden: usize,
+    pub inter: usize,
+    /// (gate, up) row pairs `[2 * inter, hidden]`, their bias (0: none), down `[hidden, inter]`.
+    pub gate_up: DevPtr,
+    pub gate_up_bias: DevPtr,
+    pub down: DevPtr,
+    /// The GLU's activation (0 SiLU, 1 GELU, 2 GELU tanh).
+    pub activation: i32,
+}
+
+/// The fused entry of a dense kernel kind (half precision only).
+pub(crate) fn fused_entry(kind: &str) -> Option<&'static str> {
+    match kind {
+        "gemv_f16" => Some("mlp_fused_f16"),
+        "gemv_bf16" => Some("mlp_fused_bf16"),
+        _ => None,
+    }
+}
+
+/// Bytes of dynamic shared memory a block with `slice` units takes: the pairs' rows, the down
+/// rows (`slice / 8` pieces rounded up to odd), and h.
+pub(crate) fn fused_bytes(hidden: usize, slice: usize) -> usize {
+    let dstride = (slice / 8) | 1;
+    2 * slice * hidden * 2 + hidden * dstride * 16 + slice * 4
+}
+
+/// Whether the shape suits the kernel at all (its layout and register assumptions).
+fn shape_fits(hidden: usize, inter: usize) -> bool {
+    hidden > 0
+        && hidden <= MAX_HIDDEN
+        && hidden.is_multiple_of(8)
+        && inter > 0
+        && inter.is_multiple_of(8)
+}
+
+/// The smallest slice (a multiple of 8, so the most blocks) whose blocks fit `max_bytes` of
+/// shared memory and are all resident at once, `per_sm(bytes)` of them an SM on `sms` SMs.
+fn choose_slice(
+    hidden: usize,
+    inter: usize,
+    max_bytes: usize,
+    sms: usize,
+    per_sm: impl Fn(usize) -> usize,
+) -> Option<usize> {
+    if !shape_fits(hidden, inter) || sms == 0 {
+        return None;
+    }
+    (8..=inter.next_multiple_of(8)).step_by(8).find(|&slice| {
+        let bytes = fused_bytes(hidden, slice);
+        bytes <= max_bytes && inter.div_ceil(slice) <= per_sm(bytes) * sms
+    })
+}
+
+impl MlpFused {
+    /// Reads the switch and opts both entries into the device's largest dynamic shared memory.
+    pub fn probe(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> Self {
+        // The entries are opted in whether or not the switch is on: the kernel checks launch
+        // them directly.
+        let asked = std::env::var(MLP_FUSED_ENV).is_ok_and(|v| v == "1");
+        if ctx.bind_to_thread().is_err() {
+            return MlpFused::default();
+        }
+        let mut most = usize::MAX;
+        for entry in ["mlp_fused_f16", "mlp_fused_bf16"] {
+            let Some(f) = functions.get(entry) else {
+                return MlpFused::default();
+            };
+            most = most.min(super::opt_in_shared(ctx, f, 0, 0).unwrap_or(0));
+        }
+        MlpFused {
+            on: asked && most > 0 && most != usize::MAX,
+            max_bytes: if most == usize::MAX { 0 } else { most },
+            plans: Default::default(),
+        }
+    }
+}
+
+impl Kernels {
+    /// The slice a fused launch of `kind` weights over (hidden, inter) takes here, or `None`
+    /// where it is off or does not fit in one wave.
+    pub(crate) fn mlp_fused_slice(&self, kind: &str, hidden: usize, inter: usize) -> Option<usize> {
+        let entry = fused_entry(kind).filter(|_| self.mlp.on)?;
+        let f = self.functions.get(entry)?;
+        let key = (entry, hidden, inter);
+        if let Some(known) = self
+            .mlp
+            .plans
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).copied())
+        {
+            return known;
+        }
+        let per_sm = |bytes: usize| {
+            f.occupancy_max_active_blocks_per_multiprocessor(THREADS, bytes, None)
+                .map_or(0, |n| n as usize)
+        };
+        let slice = choose_slice(hidden, inter, self.mlp.max_bytes, self.sms, per_sm);
+        if let Ok(mut m) = self.mlp.plans.lock() {
+            m.insert(key, slice);
+        }
+        slice
+    }
+}
+
+impl Ops<'_> {
+    /// One row's MLP: the down projection's sums of act(x Wg) * (x Wu) added into `acc` as
+    /// fixed point (`acc` all zero before; `skip_norm_fixed` reads and clears it).
+    pub fn mlp_fused(&self, p: &FusedMlp, x: DevPtr, acc: DevPtr) -> Result<(), Error> {
+        let (hidden, inter) = (int("hidden", p.hidden)?, int("inter", p.inter)?);
+        if p.slice == 0 || !p.slice.is_multiple_of(8) || !shape_fits(p.hidden, p.inter) {
+            return Err(Error::Invalid {
+                what: "fused MLP",
+                why: format!("slice {} for hidden {hidden}, inter {inter}", p.slice),
+            });
+        }
+        let slice = int("slice", p.slice)?;
+        let bytes = u32::try_from(fused_bytes(p.hidden, p.slice)).map_err(|_| Error::Invalid {
+            what: "fused MLP",
+            why: "shared memory past 4 GB".into(),
+        })?;
+        let f = self.k.get(p.entry)?;
+        let c = cfg(
+            (grid_dim("slices", p.inter.div_ceil(p.slice))?, 1, 1),
+            THREADS,
+            bytes,
+        );
+        launch!(
+            self,
+            f,
+            c,
+            &p.gate_up,
+            &p.gate_up_bias,
+            &p.down,
+            &x,
+            &acc,
+            &hidden,
+            &inter,
+            &slice,
+            &p.activation
+        )
+    }
+
+    /// One row of `skip_norm` (with the sum written back) whose delta is `acc`'s fixed-point
+    /// sums, clearing them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn skip_norm_fixed(
+        &self,
+        (x, acc): (DevPtr, DevPtr),
+        (weight, bias): (DevPtr, DevPtr),
+        out: DevPtr,
+        width: usize,
+        (eps, rms): (f32, bool),
+        act: i32,
+    ) -> Result<(), Error> {
+        let threads = super::rows::norm_threads(width)?;
+        let (w, rms) = (int("width", width)?, i32::from(rms));
+        let f = self.k.get("skip_norm_fixed_f32")?;
+        let c = cfg((1, 1, 1), threads, 0);
+        launch!(
+            self, f, c, &x, &acc, &weight, &bias, &out, &w, &eps, &rms, &act
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_bytes_cover_the_pairs_the_down_rows_and_h() {
+        // Qwen2.5-0.5B (hidden 896) at 40 units: 80 rows of 1,792 bytes, 896 down rows of 5
+        // pieces (5 is odd: no padding), 40 floats.
+        assert_eq!(fused_bytes(896, 40), 80 * 1792 + 896 * 5 * 16 + 160);
+        // 32 units: 4 pieces a down row, padded to 5 so 32 rows' reads hit distinct banks.
+        assert_eq!(fused_bytes(896, 32), 64 * 1792 + 896 * 5 * 16 + 128);
+    }
+
+    #[test]
+    fn the_slice_is_the_smallest_that_is_one_wave_within_the_shared_memory() {
+        // An H200: 132 SMs, 227 KB a block; an SM holds as many blocks as 228 KB allows (1 KB
+        // reserved a block), at most 2 (104 registers x 256 threads).
+        let per_sm = |bytes: usize| (228 * 1024 / (bytes + 1024)).min(2);
+        // Qwen2.5-0.5B: 8 units take 608 blocks, 2 an SM: no; 16 take 304; 24 and 32 units
+        // one block an SM (203, 152 blocks): no; 40 units, 122 blocks: one wave.
+        let slice = choose_slice(896, 4864, 227 * 1024, 132, per_sm);
+        assert_eq!(slice, Some(40));
+        let bytes = fused_bytes(896, 40);
+        assert!(bytes <= 227 * 1024 && 4864usize.div_ceil(40) <= 132);
+        // Qwen2.5-1.5B: 82.6 MB of MLP weights cannot be in 132 SMs' shared memory at once.
+        assert_eq!(choose_slice(1536, 8960, 227 * 1024, 132, per_sm), None);
+        // Shapes the kernel does not take, and an unknown SM count.
+        assert_eq!(choose_slice(4096, 1024, 227 * 1024, 132, per_sm), None);
+        assert_eq!(choose_slice(900, 4864, 227 * 1024, 132, per_sm), None);
+        assert_eq!(choose_slice(896, 4860, 227 * 1024, 132, per_sm), None);
+        assert_eq!(choose_slice(896, 4864, 227 * 1024, 0, per_sm), None);
+    }
+
+    #[test]
+    fn only_half_precision_weights_have_a_fused_entry_in_its_family() {
+        let family = crate::cuda::compile::family("mlp_fused").expect("the mlp_fused family");
+        for kind in ["gemv_f16", "gemv_bf16"] {
+            let entry = fused_entry(kind).expect("an entry");
+            assert!(family.symbols.contains(&entry), "{entry}");
+        }
+        assert_eq!(fused_entry("gemv_f32"), None);
+    }
+}

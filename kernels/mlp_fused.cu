@@ -10,8 +10,9 @@
 // the 16-byte pieces it will read itself into shared memory, so the whole MLP's weights are in
 // flight while the norm before runs, and no barrier guards the copies.
 //
-// After the wait: each warp takes (gate, up) pairs p = warp, warp + MF_WARPS, ...; lane l sums
-// pieces l, l + 32, ... against x (held in registers), the pair is summed across lanes
+// After the wait (MF_THREADS 512; 256 was 4% slower end to end, CUDA_NOTES round 37): each
+// warp takes (gate, up) pairs p = warp, warp + MF_WARPS, ...; lane l sums pieces l, l + 32,
+// ... against x (held in registers), the pair is summed across lanes
 // (butterfly) and h[p] = act(gate + bias) * (up + bias) goes to shared memory (f32, not
 // rounded: the MLP runs in f32, as the unfused launches). One barrier; then thread t sums down
 // rows o = t, t + MF_THREADS, ... over the block's units in unit order and adds the partial into
@@ -23,13 +24,19 @@
 // matters against the residual it is added to. The host takes this path for half-precision
 // activations only.
 //
-// Shared memory (the host sizes it, `mlp_fused_bytes`): the pairs' rows (2 * slice rows of
+// Measured (round 37, off by default): the same sums as the host's f64 MLP within 2.7e-7 and
+// bitwise from launch to launch, parity passes under it, but Qwen2.5-0.5B fp16 decodes 4.8%
+// slower than with the two launches: alone the launch takes ~15 µs for 6.2 µs of bytes (DRAM
+// 36%, ncu), and its 215 KB blocks become resident only once an SM is empty, so its copies
+// start late. The down rows' 80-byte pieces (a gather of 109k of them) are the likely cost.
+//
+// Shared memory (the host sizes it, `fused_bytes` in src/cuda/kernels/mlp.rs): the pairs' rows (2 * slice rows of
 // hidden / 8 pieces), the down rows (hidden rows of `dstride` pieces, dstride = slice / 8
 // rounded up to odd so a warp's 16-byte reads of 32 rows hit distinct banks), then h (slice
 // floats). hidden % 8 == 0, inter % 8 == 0, slice % 8 == 0, hidden <= 32 * 8 * MF_XUNITS.
 
-#define MF_THREADS 256
-#define MF_WARPS 8
+#define MF_THREADS 512
+#define MF_WARPS 16
 #define MF_XUNITS 8  // x pieces (8 values) a lane holds: hidden <= 2,048
 
 __device__ __forceinline__ int mf_dstride(int slice) { return (slice / 8) | 1; }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 pub const MLP_FUSED_ENV: &str = "GENAI_BRIDGE_MLP_FUSED";
 
 /// Threads of a fused block (`MF_THREADS`).
-const THREADS: u32 = 256;
+const THREADS: u32 = 512;
 
 /// The widest hidden row a lane's registers hold x for (`32 * 8 * MF_XUNITS`).
 const MAX_HIDDEN: usize = 2048;
@@ -225,10 +225,10 @@ mod tests {
     #[test]
     fn the_slice_is_the_smallest_that_is_one_wave_within_the_shared_memory() {
         // An H200: 132 SMs, 227 KB a block; an SM holds as many blocks as 228 KB allows (1 KB
-        // reserved a block), at most 2 (104 registers x 256 threads).
-        let per_sm = |bytes: usize| (228 * 1024 / (bytes + 1024)).min(2);
-        // Qwen2.5-0.5B: 8 units take 608 blocks, 2 an SM: no; 16 take 304; 24 and 32 units
-        // one block an SM (203, 152 blocks): no; 40 units, 122 blocks: one wave.
+        // reserved a block), at most 1 (106 registers x 512 threads).
+        let per_sm = |bytes: usize| (228 * 1024 / (bytes + 1024)).min(1);
+        // Qwen2.5-0.5B: 8 to 32 units take 608 to 152 blocks, one an SM: no; 40 units, 122
+        // blocks: one wave.
         let slice = choose_slice(896, 4864, 227 * 1024, 132, per_sm);
         assert_eq!(slice, Some(40));
         let bytes = fused_bytes(896, 40);

@@ -1,6 +1,6 @@
 //! The one-row feed-forward block in one launch (`mlp_fused_*` in kernels/mlp_fused.cu) and
-//! the norm that reads its sums back (`skip_norm_fixed_f32`): when it is on, the rule that
-//! sizes each block's slice of the intermediate units, and the two launches.
+//! the norm that reads its sums back (`skip_norm_fixed_f32`, launched by `rows.rs`): when it
+//! is on, the rule that sizes each block's slice of the intermediate units, and the launch.
 //!
 //! The fused launch keeps every weight of the MLP in shared memory at once, so it is taken only
 //! where all of its blocks are resident together with their slices (one wave), and only for
@@ -113,9 +113,10 @@ impl MlpFused {
             };
             most = most.min(super::opt_in_shared(ctx, f, 0, 0).unwrap_or(0));
         }
+        // Both entries were found: `most` is what the lesser opt-in gave (0: none).
         MlpFused {
-            on: asked && most > 0 && most != usize::MAX,
-            max_bytes: if most == usize::MAX { 0 } else { most },
+            on: asked && most > 0,
+            max_bytes: most,
             plans: Default::default(),
         }
     }
@@ -184,27 +185,6 @@ impl Ops<'_> {
             &inter,
             &slice,
             &p.activation
-        )
-    }
-
-    /// One row of `skip_norm` (with the sum written back) whose delta is `acc`'s fixed-point
-    /// sums, clearing them.
-    #[allow(clippy::too_many_arguments)]
-    pub fn skip_norm_fixed(
-        &self,
-        (x, acc): (DevPtr, DevPtr),
-        (weight, bias): (DevPtr, DevPtr),
-        out: DevPtr,
-        width: usize,
-        (eps, rms): (f32, bool),
-        act: i32,
-    ) -> Result<(), Error> {
-        let threads = super::rows::norm_threads(width)?;
-        let (w, rms) = (int("width", width)?, i32::from(rms));
-        let f = self.k.get("skip_norm_fixed_f32")?;
-        let c = cfg((1, 1, 1), threads, 0);
-        launch!(
-            self, f, c, &x, &acc, &weight, &bias, &out, &w, &eps, &rms, &act
         )
     }
 }

@@ -11,7 +11,7 @@ pub(crate) const ARGMAX_PARTS: usize = 128;
 
 /// Threads of a norm block for rows of `width`: NORM_VALUES (8) values per thread in whole
 /// warps, at most 1024 threads.
-pub(super) fn norm_threads(width: usize) -> Result<u32, Error> {
+fn norm_threads(width: usize) -> Result<u32, Error> {
     if width == 0 || width > 8 * 1024 {
         return Err(Error::Invalid {
             what: "norm width",
@@ -130,6 +130,27 @@ impl Ops<'_> {
             &write_sum,
             &act,
             &split
+        )
+    }
+
+    /// One row of `skip_norm` (with the sum written back) whose delta is `acc`'s fixed-point
+    /// sums, clearing them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn skip_norm_fixed(
+        &self,
+        (x, acc): (DevPtr, DevPtr),
+        (weight, bias): (DevPtr, DevPtr),
+        out: DevPtr,
+        width: usize,
+        (eps, rms): (f32, bool),
+        act: i32,
+    ) -> Result<(), Error> {
+        let threads = norm_threads(width)?;
+        let (w, rms) = (int("width", width)?, i32::from(rms));
+        let f = self.k.get("skip_norm_fixed_f32")?;
+        let c = cfg((1, 1, 1), threads, 0);
+        launch!(
+            self, f, c, &x, &acc, &weight, &bias, &out, &w, &eps, &rms, &act
         )
     }
 

@@ -21,7 +21,7 @@ pub(super) fn host_half(ty: GemmType, values: &[f32]) -> Vec<u16> {
     values.iter().map(|&v| one(v)).collect()
 }
 
-fn verdict(ok: bool) -> (&'static str, f32) {
+pub(super) fn verdict(ok: bool) -> (&'static str, f32) {
     if ok {
         ("bitwise equal", 0.0)
     } else {

@@ -417,41 +417,6 @@ __device__ __forceinline__ float* da_part(float* part, int slots, int hs, int he
     return part + ((size_t)head * slots + slot) * (hs + 2);
 }
 
-#if __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void cluster_arrive() {
-    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-}
-
-// Arrive without ordering memory: for a barrier that only keeps a block's shared memory alive
-// while the others read it (those reads have returned: their values are already used).
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-}
-
-__device__ __forceinline__ void cluster_wait() {
-    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-}
-
-__device__ __forceinline__ u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-// The shared-memory address `addr` of this block, in cluster block `rank`.
-__device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
-    u32 r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
-
-__device__ __forceinline__ float cluster_load(u32 addr) {
-    float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
-    return v;
-}
-#endif
-
 // The kernel's parameters, and their names: one body, one entry per cache kind (below).
 #define DA_PARAMS                                                                               \
     const float *__restrict__ qkv, const int *__restrict__ step,                                \

@@ -249,6 +249,53 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// Thread block clusters (sm_90): barriers over the cluster's blocks and reads of another
+// block's shared memory (distributed shared memory). Every thread of every block of the cluster
+// must arrive at each barrier.
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+
+// Arrive without ordering memory: for a barrier that only keeps a block's shared memory alive
+// while the others read it (those reads have returned: their values are already used).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// The shared-memory address `addr` of this block, in cluster block `rank`.
+__device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+
+__device__ __forceinline__ float4 cluster_load4(u32 addr) {
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ float cluster_load(u32 addr) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
+}
+#endif
+
 // u64 words between two outputs' fixed-point sums of the fused MLP (mlp_fused.cu, read back by
 // norm.cu's skip_norm_fixed_f32); more than 1 spreads the sums over more L2 slices.
 #ifndef MF_ACC_STRIDE

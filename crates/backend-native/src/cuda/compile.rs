@@ -113,7 +113,12 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "mlp_fused",
         code: include_str!("../../../../kernels/mlp_fused.cu"),
-        symbols: &["mlp_fused_f16", "mlp_fused_bf16"],
+        symbols: &[
+            "mlp_fused_f16",
+            "mlp_fused_bf16",
+            "mlp_walk_f16",
+            "mlp_walk_bf16",
+        ],
     },
     Source {
         family: "int4",

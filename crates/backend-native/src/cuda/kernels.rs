@@ -26,7 +26,9 @@ pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_spl
 pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::{int4_mma_form, split_bytes};
 pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
-pub(crate) use mlp::{ACC_WORDS, FusedMlp, MLP_FUSED_ENV, fused_entry};
+pub(crate) use mlp::{
+    ACC_WORDS, FusedMlp, MLP_FUSED_ENV, MlpForm, WALK_SPAN, fused_entry, walk_shape_fits,
+};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use prompt::{PromptAttention, PromptKernel, mma_spans};
@@ -200,7 +202,7 @@ impl Kernels {
         let (row_plans, row_plans_ignored) = one_row::row_plans_from_env();
         let sms = waves::multiprocessors(&device.ctx);
         let shared_max = shared::prepare(&device.ctx, &functions);
-        let mlp = mlp::MlpFused::probe(&device.ctx, &functions);
+        let mlp = mlp::MlpFused::probe(&device.ctx, device.major, &functions);
         Ok(Kernels {
             functions,
             compiled,

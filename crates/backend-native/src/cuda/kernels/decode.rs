@@ -274,29 +274,31 @@ impl DecodeDevice {
             // The largest stage: head size 256 in an f32 cache.
             let f32_stage = |r| decode_stage_bytes(256, r, KvKind::F32);
             let stage = device.ring(256, KvKind::F32).map_or(0, f32_stage);
-            device.cluster = entries.iter().all(|f| clusters_fit(f, stage));
+            device.cluster = entries
+                .iter()
+                .all(|f| clusters_fit(f, GROUP as u32, THREADS, stage));
         }
         device
     }
 }
 
-/// Whether at least one cluster of [`GROUP`] blocks with `stage` bytes of dynamic shared
-/// memory each can be resident.
-fn clusters_fit(f: &CudaFunction, stage: usize) -> bool {
+/// Whether at least one cluster of `group` blocks of `threads` threads with `stage` bytes of
+/// dynamic shared memory each can be resident.
+pub(super) fn clusters_fit(f: &CudaFunction, group: u32, threads: u32, stage: usize) -> bool {
     let Ok(shared) = u32::try_from(stage) else {
         return false;
     };
     // SAFETY: an all-zero attribute is a valid value of this plain C union.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = GROUP as u32;
+    attr.value.clusterDim.x = group;
     attr.value.clusterDim.y = 1;
     attr.value.clusterDim.z = 1;
     let config = sys::CUlaunchConfig {
-        gridDimX: GROUP as u32,
+        gridDimX: group,
         gridDimY: 1,
         gridDimZ: 1,
-        blockDimX: THREADS,
+        blockDimX: threads,
         blockDimY: 1,
         blockDimZ: 1,
         sharedMemBytes: shared,

@@ -1,24 +1,57 @@
-//! The one-row feed-forward block in one launch (`mlp_fused_*` in kernels/mlp_fused.cu) and
-//! the norm that reads its sums back (`skip_norm_fixed_f32`, launched by `rows.rs`): when it
-//! is on, the rule that sizes each block's slice of the intermediate units, and the launch.
+//! The one-row feed-forward block in one launch (kernels/mlp_fused.cu) and the norm that reads
+//! its sums back (`skip_norm_fixed_f32`, launched by `rows.rs`): which form a switch asks for,
+//! the rule that sizes the one-wave form's slice of the intermediate units, and the launch.
 //!
-//! The fused launch keeps every weight of the MLP in shared memory at once, so it is taken only
-//! where all of its blocks are resident together with their slices (one wave), and only for
-//! half-precision dense weights in device memory (not streamed by the pager), a gated MLP of
-//! one (gate, up) weight and a down projection without a bias. Its sums are 64-bit fixed point
-//! (kernels/mlp_fused.cu says why and what range), so its results differ from the two-launch
-//! form's in the last bits of the down projection's f32 sums, never from run to run.
+//! Two forms, both off by default (`GENAI_BRIDGE_MLP_FUSED`): the one-wave form (`mlp_fused_*`)
+//! keeps every weight of the MLP in shared memory at once, so it is taken only where all of its
+//! blocks are resident together with their slices; the walk form (`mlp_walk_*`, sm_90
+//! clusters) has one (gate, up) pair a warp and splits the down rows inside clusters of 8
+//! blocks, for any width. Both take only half-precision dense weights in device memory (not
+//! streamed by the pager), a gated MLP of one (gate, up) weight and a down projection without a
+//! bias. Their sums are 64-bit fixed point (kernels/mlp_fused.cu says why and what range), so
+//! their results differ from the two-launch form's in the last bits of the down projection's
+//! f32 sums, never from run to run.
 
-use super::{DevPtr, Kernels, Ops, cfg, grid_dim, int, launch};
+use super::{DevPtr, Kernels, Ops, cfg, grid_dim, int, launch, launch_raw_in, param};
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
 
-/// Environment variable: `1` takes the fused MLP where it fits (off by default).
+/// Environment variable: `1` (or `wave`) takes the one-wave fused MLP where it fits, `walk` the
+/// cluster walk; unset or anything else: two launches.
 pub const MLP_FUSED_ENV: &str = "GENAI_BRIDGE_MLP_FUSED";
 
-/// Threads of a fused block (`MF_THREADS`).
+/// Threads of a one-wave block (`MF_THREADS`).
 const THREADS: u32 = 512;
+
+/// Threads of a walk block (`MW_THREADS`), blocks a cluster (`MW_CLUSTER`) and the
+/// intermediate units a cluster covers (`MW_SPAN`).
+const WALK_THREADS: u32 = 256;
+const WALK_CLUSTER: u32 = 8;
+pub(crate) const WALK_SPAN: usize = 64;
+
+/// How one-row steps run a fusable MLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum MlpForm {
+    /// Two launches: gate/up with the GLU, then down.
+    #[default]
+    Two,
+    /// One launch, every weight in shared memory in one wave (`mlp_fused_*`).
+    Wave,
+    /// One launch in clusters, a (gate, up) pair a warp (`mlp_walk_*`).
+    Walk,
+}
+
+impl MlpForm {
+    /// The form the switch's value asks for.
+    pub fn parse(value: Option<&str>) -> MlpForm {
+        match value {
+            Some("1" | "wave") => MlpForm::Wave,
+            Some("walk") => MlpForm::Walk,
+            _ => MlpForm::Two,
+        }
+    }
+}
 
 /// The widest hidden row a lane's registers hold x for (`32 * 8 * MF_XUNITS`).
 const MAX_HIDDEN: usize = 2048;
@@ -29,19 +62,24 @@ pub(crate) const ACC_WORDS: usize = 16;
 /// A fused plan's key: the entry, hidden and intermediate widths.
 type PlanKey = (&'static str, usize, usize);
 
-/// Whether the fused MLP may run here, and the dynamic shared memory its blocks may take.
+/// Which fused form runs here, and the dynamic shared memory a one-wave block may take.
 #[derive(Debug, Default)]
 pub(crate) struct MlpFused {
-    /// `GENAI_BRIDGE_MLP_FUSED=1` and the entries opted into large shared memory.
-    pub on: bool,
+    /// The switch's form where the device can run it (the one-wave entries opted into large
+    /// shared memory; the walk's clusters launchable), else `Two`.
+    pub form: MlpForm,
+    /// Whether the walk entries can run here (whatever the switch asks).
+    pub walk: bool,
     max_bytes: usize,
     /// The slice chosen per (entry, hidden, inter), once.
     plans: std::sync::Mutex<HashMap<PlanKey, Option<usize>>>,
 }
 
-/// A fused launch: its entry, the slice of intermediate units a block takes, and the weights.
+/// A fused launch: its form and entry, the intermediate units a block (one-wave) or a cluster
+/// (walk) takes, and the weights.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FusedMlp {
+    pub form: MlpForm,
     pub entry: &'static str,
     pub slice: usize,
     pub hidden: usize,
@@ -54,11 +92,13 @@ pub(crate) struct FusedMlp {
     pub activation: i32,
 }
 
-/// The fused entry of a dense kernel kind (half precision only).
-pub(crate) fn fused_entry(kind: &str) -> Option<&'static str> {
-    match kind {
-        "gemv_f16" => Some("mlp_fused_f16"),
-        "gemv_bf16" => Some("mlp_fused_bf16"),
+/// The fused entry of a form for a dense kernel kind (half precision only).
+pub(crate) fn fused_entry(kind: &str, form: MlpForm) -> Option<&'static str> {
+    match (form, kind) {
+        (MlpForm::Wave, "gemv_f16") => Some("mlp_fused_f16"),
+        (MlpForm::Wave, "gemv_bf16") => Some("mlp_fused_bf16"),
+        (MlpForm::Walk, "gemv_f16") => Some("mlp_walk_f16"),
+        (MlpForm::Walk, "gemv_bf16") => Some("mlp_walk_bf16"),
         _ => None,
     }
 }
@@ -98,11 +138,16 @@ fn choose_slice(
 }
 
 impl MlpFused {
-    /// Reads the switch and opts both entries into the device's largest dynamic shared memory.
-    pub fn probe(ctx: &CudaContext, functions: &HashMap<&'static str, CudaFunction>) -> Self {
+    /// Reads the switch, opts the one-wave entries into the device's largest dynamic shared
+    /// memory and checks that the walk's clusters fit (sm_90 or later).
+    pub fn probe(
+        ctx: &CudaContext,
+        major: i32,
+        functions: &HashMap<&'static str, CudaFunction>,
+    ) -> Self {
         // The entries are opted in whether or not the switch is on: the kernel checks launch
         // them directly.
-        let asked = std::env::var(MLP_FUSED_ENV).is_ok_and(|v| v == "1");
+        let asked = MlpForm::parse(std::env::var(MLP_FUSED_ENV).ok().as_deref());
         if ctx.bind_to_thread().is_err() {
             return MlpFused::default();
         }
@@ -114,19 +159,43 @@ impl MlpFused {
             most = most.min(super::opt_in_shared(ctx, f, 0, 0).unwrap_or(0));
         }
         // Both entries were found: `most` is what the lesser opt-in gave (0: none).
+        let walk = walk_fits(ctx, major, functions);
+        let form = match asked {
+            MlpForm::Wave if most > 0 => MlpForm::Wave,
+            MlpForm::Walk if walk => MlpForm::Walk,
+            _ => MlpForm::Two,
+        };
         MlpFused {
-            on: asked && most > 0,
+            form,
+            walk,
             max_bytes: most,
             plans: Default::default(),
         }
     }
 }
 
+/// Whether the walk entries can run here: sm_90 or later with cluster launches, and a cluster
+/// of their blocks resident.
+fn walk_fits(
+    ctx: &CudaContext,
+    major: i32,
+    functions: &HashMap<&'static str, CudaFunction>,
+) -> bool {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH;
+    major >= 9
+        && ctx.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == Ok(1)
+        && ["mlp_walk_f16", "mlp_walk_bf16"].iter().all(|e| {
+            functions
+                .get(e)
+                .is_some_and(|f| super::decode::clusters_fit(f, WALK_CLUSTER, WALK_THREADS, 0))
+        })
+}
+
 impl Kernels {
-    /// The slice a fused launch of `kind` weights over (hidden, inter) takes here, or `None`
-    /// where it is off or does not fit in one wave.
+    /// The slice a one-wave launch of `kind` weights over (hidden, inter) takes here, or
+    /// `None` where that form is off or does not fit in one wave.
     pub(crate) fn mlp_fused_slice(&self, kind: &str, hidden: usize, inter: usize) -> Option<usize> {
-        let entry = fused_entry(kind).filter(|_| self.mlp.on)?;
+        let entry = fused_entry(kind, self.mlp.form).filter(|_| self.mlp.form == MlpForm::Wave)?;
         let f = self.functions.get(entry)?;
         let key = (entry, hidden, inter);
         if let Some(known) = self
@@ -155,6 +224,9 @@ impl Ops<'_> {
     /// fixed point (`acc` all zero before; `skip_norm_fixed` reads and clears it).
     pub fn mlp_fused(&self, p: &FusedMlp, x: DevPtr, acc: DevPtr) -> Result<(), Error> {
         let (hidden, inter) = (int("hidden", p.hidden)?, int("inter", p.inter)?);
+        if p.form == MlpForm::Walk {
+            return self.mlp_walk(p, x, acc, (hidden, inter));
+        }
         if p.slice == 0 || !p.slice.is_multiple_of(8) || !shape_fits(p.hidden, p.inter) {
             return Err(Error::Invalid {
                 what: "fused MLP",
@@ -187,6 +259,46 @@ impl Ops<'_> {
             &p.activation
         )
     }
+
+    /// The walk form: `WALK_CLUSTER` blocks a span of `WALK_SPAN` units, in clusters.
+    fn mlp_walk(
+        &self,
+        p: &FusedMlp,
+        x: DevPtr,
+        acc: DevPtr,
+        (hidden, inter): (i32, i32),
+    ) -> Result<(), Error> {
+        if !walk_shape_fits(p.hidden, p.inter) {
+            return Err(Error::Invalid {
+                what: "fused MLP",
+                why: format!("walk over hidden {hidden}, inter {inter}"),
+            });
+        }
+        let blocks = p.inter.div_ceil(WALK_SPAN) * WALK_CLUSTER as usize;
+        let f = self.k.get(p.entry)?;
+        let c = cfg((grid_dim("spans", blocks)?, 1, 1), WALK_THREADS, 0);
+        let mut params = [
+            param(&p.gate_up),
+            param(&p.gate_up_bias),
+            param(&p.down),
+            param(&x),
+            param(&acc),
+            param(&hidden),
+            param(&inter),
+            param(&p.activation),
+        ];
+        // SAFETY: the arguments match mlp_walk_*'s signature (device addresses, then int,
+        // int, int); the weights hold [2 * inter, hidden] and [hidden, inter] halves, x hidden
+        // floats and acc ACC_WORDS * hidden words (the caller's buffers, sized from the same
+        // dimensions); the grid is a multiple of the cluster, which `walk_fits` found
+        // launchable before the form was taken; `params` outlives the call.
+        unsafe { launch_raw_in(self.stream, f, c, &mut params, self.pdl, WALK_CLUSTER) }
+    }
+}
+
+/// Whether the walk form takes the shape: whole 16-byte pieces of both weights' rows.
+pub(crate) fn walk_shape_fits(hidden: usize, inter: usize) -> bool {
+    hidden > 0 && hidden.is_multiple_of(8) && inter > 0 && inter.is_multiple_of(8)
 }
 
 #[cfg(test)]
@@ -226,9 +338,23 @@ mod tests {
     fn only_half_precision_weights_have_a_fused_entry_in_its_family() {
         let family = crate::cuda::compile::family("mlp_fused").expect("the mlp_fused family");
         for kind in ["gemv_f16", "gemv_bf16"] {
-            let entry = fused_entry(kind).expect("an entry");
-            assert!(family.symbols.contains(&entry), "{entry}");
+            for form in [MlpForm::Wave, MlpForm::Walk] {
+                let entry = fused_entry(kind, form).expect("an entry");
+                assert!(family.symbols.contains(&entry), "{entry}");
+            }
+            assert_eq!(fused_entry(kind, MlpForm::Two), None);
         }
-        assert_eq!(fused_entry("gemv_f32"), None);
+        assert_eq!(fused_entry("gemv_f32", MlpForm::Wave), None);
+        assert_eq!(fused_entry("gemv_f32", MlpForm::Walk), None);
+    }
+
+    #[test]
+    fn the_switch_names_the_form() {
+        assert_eq!(MlpForm::parse(None), MlpForm::Two);
+        assert_eq!(MlpForm::parse(Some("0")), MlpForm::Two);
+        assert_eq!(MlpForm::parse(Some("1")), MlpForm::Wave);
+        assert_eq!(MlpForm::parse(Some("wave")), MlpForm::Wave);
+        assert_eq!(MlpForm::parse(Some("walk")), MlpForm::Walk);
+        assert_eq!(MlpForm::parse(Some("Walk")), MlpForm::Two);
     }
 }

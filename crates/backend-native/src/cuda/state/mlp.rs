@@ -1,15 +1,19 @@
 //! Whether a one-row step runs a layer's MLP as one fused launch (`kernels/mlp.rs`), and the
 //! route's line that says so.
 
-use crate::cuda::kernels::{FusedMlp, Kernels, MLP_FUSED_ENV, fused_entry};
+use crate::cuda::kernels::{
+    FusedMlp, Kernels, MLP_FUSED_ENV, MlpForm, WALK_SPAN, fused_entry, walk_shape_fits,
+};
 use crate::cuda::model::{DevLayer, DevModel};
 
 /// One line for the route's reasons: how one-row steps run the MLP.
 pub(crate) fn describe_mlp(k: &Kernels, model: &DevModel) -> String {
-    if !k.mlp.on {
+    let form = k.mlp.form;
+    if form == MlpForm::Two {
         return format!(
             "one-row MLP: two launches ({MLP_FUSED_ENV}=1 fuses them where every weight of \
-             the MLP fits in the device's shared memory at once)"
+             the MLP fits in the device's shared memory at once, {MLP_FUSED_ENV}=walk in \
+             clusters of blocks on sm_90)"
         );
     }
     let plans: Vec<FusedMlp> = model
@@ -17,19 +21,24 @@ pub(crate) fn describe_mlp(k: &Kernels, model: &DevModel) -> String {
         .iter()
         .filter_map(|l| fused_mlp(k, l, model.hidden))
         .collect();
+    let (value, unit) = match form {
+        MlpForm::Walk => ("walk", "a cluster"),
+        _ => ("1", "a block"),
+    };
     let slice = plans.first().map_or(String::new(), |p| {
-        format!(", {} intermediate units a block", p.slice)
+        format!(", {} intermediate units {unit}", p.slice)
     });
     format!(
-        "one-row MLP: {} of {} layers as one launch ({MLP_FUSED_ENV}=1{slice}), the rest as two",
+        "one-row MLP: {} of {} layers as one launch ({MLP_FUSED_ENV}={value}{slice}), the rest \
+         as two",
         plans.len(),
         model.layers.len()
     )
 }
 
-/// The layer's MLP as one fused launch, where it is on and suits the layer: one (gate, up)
+/// The layer's MLP as one fused launch, where a form is on and suits the layer: one (gate, up)
 /// weight and a down projection without a bias, both dense of one half-precision kind and in
-/// device memory, and a slice that fits (`Kernels::mlp_fused_slice`).
+/// device memory; for the one-wave form a slice that fits (`Kernels::mlp_fused_slice`).
 pub(super) fn fused_mlp(k: &Kernels, l: &DevLayer, hidden: usize) -> Option<FusedMlp> {
     let mlp = &l.mlp;
     let [(gate_up, 0)] = mlp.parts.as_slice() else {
@@ -46,9 +55,14 @@ pub(super) fn fused_mlp(k: &Kernels, l: &DevLayer, hidden: usize) -> Option<Fuse
     if kind != down_kind || !shapes {
         return None;
     }
-    let slice = k.mlp_fused_slice(kind, hidden, inter)?;
+    let form = k.mlp.form;
+    let slice = match form {
+        MlpForm::Walk => walk_shape_fits(hidden, inter).then_some(WALK_SPAN)?,
+        _ => k.mlp_fused_slice(kind, hidden, inter)?,
+    };
     Some(FusedMlp {
-        entry: fused_entry(kind)?,
+        form,
+        entry: fused_entry(kind, form)?,
         slice,
         hidden,
         inter,

@@ -2,12 +2,15 @@
 //! `genai_backend_native::cuda::gemv_timing`): one JSON line per run on stdout.
 //!
 //! `cargo bench -p genai-backend-native --features cuda --bench cuda_gemv -- [MODEL,...]
-//! [--weights fp16|int4|int4-sym|int4-s16|int4-sym-s16] [--splits rule,1,2,4] [--reps N]`.
+//! [--weights fp16|int4|int4-sym|int4-s16|int4-sym-s16] [--splits rule,1,2,4] [--reps N]
+//! [--copies N]`.
 //! Models: qwen2.5-0.5b, qwen2.5-1.5b, llama3-8b (default: all three), or grid (plain n × k
 //! layers for fitting split rules). fp16: each numbered split runs with `gemv_decode_*` and with
 //! the pipelined `gemv_decode_pipe_*`, and `rule` is the decode rule's choice; int4 (with zero
 //! points) and int4-sym (without), `-s16` with f16 scales: the rule's kernel and split only.
-//! Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records.
+//! Kernel variants come from `GENAI_BRIDGE_NVRTC_DEFINES`, which each line records. By default
+//! the launches cycle through enough copies of the weights to defeat the L2; `--copies 1` times
+//! them with their weights in the L2 (each line records its copies).
 
 use genai_backend_native::cuda::gemv_timing::{BenchWeights, GemvCase, model_cases, time_gemvs};
 use std::process::ExitCode;
@@ -23,6 +26,7 @@ fn main() -> ExitCode {
     let mut splits = vec![None];
     let mut reps = 20;
     let mut weights = BenchWeights::Fp16;
+    let mut copies = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -53,6 +57,13 @@ fn main() -> ExitCode {
                 Some(w) => weights = w,
                 None => {
                     eprintln!("--weights takes fp16, int4, int4-sym, int4-s16 or int4-sym-s16");
+                    return ExitCode::FAILURE;
+                }
+            },
+            "--copies" => match it.next().and_then(|c| c.parse().ok()) {
+                Some(c) if c > 0 => copies = Some(c),
+                _ => {
+                    eprintln!("--copies needs a count of 1 or more");
                     return ExitCode::FAILURE;
                 }
             },
@@ -87,7 +98,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let defines = std::env::var("GENAI_BRIDGE_NVRTC_DEFINES").unwrap_or_default();
-    match time_gemvs(0, &cases, weights, &splits, reps) {
+    match time_gemvs(0, &cases, weights, &splits, reps, copies) {
         Ok(timings) => {
             for t in timings {
                 println!(

@@ -1,7 +1,8 @@
 //! Times the one-row GEMVs (dense fp16 and int4) alone at the shapes of real models, for
 //! kernel tuning on a GPU (`benches/cuda_gemv.rs`): each case's launches are captured in one
 //! CUDA graph that cycles through enough distinct copies of the weights that no launch finds its
-//! weights in the L2, and the graph's replays are timed on the host.
+//! weights in the L2 (or through a number of copies the caller names: 1 times the launches with
+//! their weights in the L2), and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
@@ -180,13 +181,15 @@ const LAUNCH_FLOOR: usize = 256;
 
 /// Times each case on device `ordinal`. fp16: once per entry of `splits` (None: the decode
 /// rule's kernel and split; 1, 2 and 4 run with both one-row kernels; other values are
-/// skipped); int4: the rule's kernel and split only. `reps` timed replays each.
+/// skipped); int4: the rule's kernel and split only. `reps` timed replays each. `copies`:
+/// the weight copies the launches cycle through (None: enough to defeat the L2).
 pub fn time_gemvs(
     ordinal: usize,
     cases: &[GemvCase],
     weights: BenchWeights,
     splits: &[Option<usize>],
     reps: usize,
+    copies: Option<usize>,
 ) -> Result<Vec<GemvTiming>, Error> {
     use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
     let device = Device::open(ordinal)?;
@@ -206,7 +209,10 @@ pub fn time_gemvs(
     let mut out = Vec::new();
     for case in cases {
         let bytes = weights.bytes(case.n, case.k);
-        let copies = copies_for(bytes, l2, COPY_BUDGET);
+        let copies = copies.map_or_else(
+            || copies_for(bytes, l2, COPY_BUDGET),
+            |c| c.clamp(1, (COPY_BUDGET / bytes.max(1)).max(1)),
+        );
         let launches = launches_for(copies, LAUNCH_FLOOR);
         let x = DevBuf::<f32>::zeros(&stream, case.k)?;
         let y = DevBuf::<f32>::zeros(&stream, case.n)?;

@@ -43,13 +43,18 @@ pub(crate) enum MlpForm {
 }
 
 impl MlpForm {
-    /// The form the switch's value asks for.
+    /// The form the switch's value asks for (unset, `0` or a value it does not know: `Two`).
     pub fn parse(value: Option<&str>) -> MlpForm {
         match value {
             Some("1" | "wave") => MlpForm::Wave,
             Some("walk") => MlpForm::Walk,
             _ => MlpForm::Two,
         }
+    }
+
+    /// Whether `value` names a form (unset and `0` name the two launches).
+    pub fn known(value: Option<&str>) -> bool {
+        matches!(value, None | Some("0" | "1" | "wave" | "walk"))
     }
 }
 
@@ -68,6 +73,9 @@ pub(crate) struct MlpFused {
     /// The switch's form where the device can run it (the one-wave entries opted into large
     /// shared memory; the walk's clusters launchable), else `Two`.
     pub form: MlpForm,
+    /// What the switch asked for, and its value when it names no form (the route says so).
+    pub asked: MlpForm,
+    pub unknown: Option<String>,
     /// Whether the walk entries can run here (whatever the switch asks).
     pub walk: bool,
     max_bytes: usize,
@@ -147,14 +155,21 @@ impl MlpFused {
     ) -> Self {
         // The entries are opted in whether or not the switch is on: the kernel checks launch
         // them directly.
-        let asked = MlpForm::parse(std::env::var(MLP_FUSED_ENV).ok().as_deref());
+        let value = std::env::var(MLP_FUSED_ENV).ok();
+        let asked = MlpForm::parse(value.as_deref());
+        let unknown = value.filter(|v| !MlpForm::known(Some(v)));
+        let off = MlpFused {
+            asked,
+            unknown: unknown.clone(),
+            ..MlpFused::default()
+        };
         if ctx.bind_to_thread().is_err() {
-            return MlpFused::default();
+            return off;
         }
         let mut most = usize::MAX;
         for entry in ["mlp_fused_f16", "mlp_fused_bf16"] {
             let Some(f) = functions.get(entry) else {
-                return MlpFused::default();
+                return off;
             };
             most = most.min(super::opt_in_shared(ctx, f, 0, 0).unwrap_or(0));
         }
@@ -167,6 +182,8 @@ impl MlpFused {
         };
         MlpFused {
             form,
+            asked,
+            unknown,
             walk,
             max_bytes: most,
             plans: Default::default(),
@@ -356,5 +373,11 @@ mod tests {
         assert_eq!(MlpForm::parse(Some("wave")), MlpForm::Wave);
         assert_eq!(MlpForm::parse(Some("walk")), MlpForm::Walk);
         assert_eq!(MlpForm::parse(Some("Walk")), MlpForm::Two);
+        // A value that names no form is reported, not taken for one.
+        for known in [None, Some("0"), Some("1"), Some("wave"), Some("walk")] {
+            assert!(MlpForm::known(known), "{known:?}");
+        }
+        assert!(!MlpForm::known(Some("Walk")));
+        assert!(!MlpForm::known(Some("")));
     }
 }

@@ -10,10 +10,11 @@ use crate::cuda::model::{DevLayer, DevModel};
 pub(crate) fn describe_mlp(k: &Kernels, model: &DevModel) -> String {
     let form = k.mlp.form;
     if form == MlpForm::Two {
+        let why = off_reason(k.mlp.unknown.as_deref(), k.mlp.asked);
         return format!(
             "one-row MLP: two launches ({MLP_FUSED_ENV}=1 fuses them where every weight of \
              the MLP fits in the device's shared memory at once, {MLP_FUSED_ENV}=walk in \
-             clusters of blocks on sm_90)"
+             clusters of blocks on sm_90){why}"
         );
     }
     let plans: Vec<FusedMlp> = model
@@ -34,6 +35,22 @@ pub(crate) fn describe_mlp(k: &Kernels, model: &DevModel) -> String {
         plans.len(),
         model.layers.len()
     )
+}
+
+/// Why the two launches run where the switch asked for a fused form ("" where it did not).
+fn off_reason(unknown: Option<&str>, asked: MlpForm) -> String {
+    match (unknown, asked) {
+        (Some(v), _) => format!("; {MLP_FUSED_ENV}={v} names no form (1, wave, walk): ignored"),
+        (None, MlpForm::Walk) => format!(
+            "; {MLP_FUSED_ENV}=walk needs thread block clusters (sm_90), which this device \
+             cannot launch"
+        ),
+        (None, MlpForm::Wave) => format!(
+            "; {MLP_FUSED_ENV}=1 needs the one-wave entries opted into large shared memory, \
+             which this device refused"
+        ),
+        (None, MlpForm::Two) => String::new(),
+    }
 }
 
 /// The layer's MLP as one fused launch, where a form is on and suits the layer: one (gate, up)
@@ -71,4 +88,18 @@ pub(super) fn fused_mlp(k: &Kernels, l: &DevLayer, hidden: usize) -> Option<Fuse
         down,
         activation: mlp.activation,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_route_says_why_an_asked_form_does_not_run() {
+        assert_eq!(off_reason(None, MlpForm::Two), "");
+        let typo = off_reason(Some("Walk"), MlpForm::Two);
+        assert!(typo.contains("=Walk names no form"), "{typo}");
+        assert!(off_reason(None, MlpForm::Walk).contains("needs thread block clusters"));
+        assert!(off_reason(None, MlpForm::Wave).contains("large shared memory"));
+    }
 }

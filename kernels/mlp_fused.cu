@@ -1,5 +1,6 @@
-// The one-row feed-forward block in one launch: gate/up, the GLU and the down projection
-// (decode steps of models whose whole MLP fits in the device's shared memory at once).
+// The one-row feed-forward block in one launch: gate/up, the GLU and the down projection, in
+// two forms, both off by default: mlp_fused_* (decode steps of models whose whole MLP fits in
+// the device's shared memory at once) and, below, mlp_walk_* (clusters, any width).
 //
 // Why: a small model's decode layer is a chain of launches each too short to reach the
 // bandwidth (CUDA_NOTES, rounds 17-30). The MLP's two launches cost ~10.9 µs of a Qwen2.5-0.5B
@@ -28,12 +29,13 @@
 // bitwise from launch to launch, parity passes under it, but Qwen2.5-0.5B fp16 decodes 4.8%
 // slower than with the two launches: alone the launch takes ~15 µs for 6.2 µs of bytes (DRAM
 // 36%, ncu), and its 215 KB blocks become resident only once an SM is empty, so its copies
-// start late. The down rows' 80-byte pieces (a gather of 109k of them) are the likely cost.
+// start late. Neither the atomics, the block size nor the down rows' gather is the cost: the
+// chain itself is (each warp's pairs one after the other; CUDA_NOTES round 37).
 //
-// Shared memory (the host sizes it, `fused_bytes` in src/cuda/kernels/mlp.rs): the pairs' rows (2 * slice rows of
-// hidden / 8 pieces), the down rows (hidden rows of `dstride` pieces, dstride = slice / 8
-// rounded up to odd so a warp's 16-byte reads of 32 rows hit distinct banks), then h (slice
-// floats). hidden % 8 == 0, inter % 8 == 0, slice % 8 == 0, hidden <= 32 * 8 * MF_XUNITS.
+// Shared memory (the host sizes it, `fused_bytes` in src/cuda/kernels/mlp.rs): the pairs'
+// rows (2 * slice rows of hidden / 8 pieces), the down rows (hidden rows of `dstride` pieces,
+// dstride = slice / 8 rounded up to odd so a warp's 16-byte reads of 32 rows hit distinct
+// banks), then h (slice floats). hidden % 8 == 0, inter % 8 == 0, slice % 8 == 0, hidden <= 32 * 8 * MF_XUNITS.
 
 #define MF_THREADS 512
 #define MF_WARPS 16
@@ -167,7 +169,8 @@ extern "C" __global__ void __launch_bounds__(MF_THREADS, 1)
 // it decodes Qwen2.5-0.5B fp16 6% and 1.5B 15% slower than the two launches. Timing-only
 // variants (CUDA_NOTES round 38): with no exchange at all (each block its own h: wrong sums)
 // it only equals the two launches; the two cluster barriers cost ~1.4 µs a layer on top.
-// hidden % 8 == 0, inter % 8 == 0; no shared memory beyond h's MW_WARPS floats.
+// hidden % 8 == 0, inter % 8 == 0; no dynamic shared memory (h's MW_WARPS floats and the
+// span's MW_SPAN are static).
 
 #define MW_THREADS 256
 #define MW_WARPS 8

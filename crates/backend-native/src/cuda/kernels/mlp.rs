@@ -54,7 +54,7 @@ impl MlpForm {
 
     /// Whether `value` names a form (unset and `0` name the two launches).
     pub fn known(value: Option<&str>) -> bool {
-        matches!(value, None | Some("0" | "1" | "wave" | "walk"))
+        matches!(value, None | Some("0")) || MlpForm::parse(value) != MlpForm::Two
     }
 }
 
@@ -118,13 +118,10 @@ pub(crate) fn fused_bytes(hidden: usize, slice: usize) -> usize {
     2 * slice * hidden * 2 + hidden * dstride * 16 + slice * 4
 }
 
-/// Whether the shape suits the kernel at all (its layout and register assumptions).
+/// Whether the shape suits the one-wave kernel at all: the walk's whole pieces, and x in a
+/// lane's registers.
 fn shape_fits(hidden: usize, inter: usize) -> bool {
-    hidden > 0
-        && hidden <= MAX_HIDDEN
-        && hidden.is_multiple_of(8)
-        && inter > 0
-        && inter.is_multiple_of(8)
+    walk_shape_fits(hidden, inter) && hidden <= MAX_HIDDEN
 }
 
 /// The smallest slice (a multiple of 8, so the most blocks) whose blocks fit `max_bytes` of
@@ -212,7 +209,10 @@ impl Kernels {
     /// The slice a one-wave launch of `kind` weights over (hidden, inter) takes here, or
     /// `None` where that form is off or does not fit in one wave.
     pub(crate) fn mlp_fused_slice(&self, kind: &str, hidden: usize, inter: usize) -> Option<usize> {
-        let entry = fused_entry(kind, self.mlp.form).filter(|_| self.mlp.form == MlpForm::Wave)?;
+        if self.mlp.form != MlpForm::Wave {
+            return None;
+        }
+        let entry = fused_entry(kind, MlpForm::Wave)?;
         let f = self.functions.get(entry)?;
         let key = (entry, hidden, inter);
         if let Some(known) = self

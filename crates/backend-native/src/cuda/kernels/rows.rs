@@ -135,7 +135,6 @@ impl Ops<'_> {
 
     /// One row of `skip_norm` (with the sum written back) whose delta is `acc`'s fixed-point
     /// sums, clearing them.
-    #[allow(clippy::too_many_arguments)]
     pub fn skip_norm_fixed(
         &self,
         (x, acc): (DevPtr, DevPtr),

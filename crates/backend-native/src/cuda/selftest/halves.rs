@@ -21,11 +21,21 @@ pub(super) fn host_half(ty: GemmType, values: &[f32]) -> Vec<u16> {
     values.iter().map(|&v| one(v)).collect()
 }
 
-pub(super) fn verdict(ok: bool) -> (&'static str, f32) {
+fn verdict(ok: bool) -> (&'static str, f32) {
     if ok {
         ("bitwise equal", 0.0)
     } else {
         ("DIFFERENT", f32::INFINITY)
+    }
+}
+
+/// A bitwise comparison's check: `name`, then whether it held.
+pub(super) fn bitwise(name: String, ok: bool) -> Check {
+    let (word, rel_diff) = verdict(ok);
+    Check {
+        name: format!("{name} {word}"),
+        rel_diff,
+        limit: 0.0,
     }
 }
 
@@ -62,15 +72,13 @@ pub(super) fn norm_checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         let (out, sum) = run(Some(copy))?;
         let same = bitwise_equal(&plain, &out) && bitwise_equal(&plain_sum, &sum);
         let copied = c.down(&dhalf, m * width)? == host_half(ty, &out);
-        let (word, rel_diff) = verdict(same && copied);
-        checks.push(Check {
-            name: format!(
+        checks.push(bitwise(
+            format!(
                 "skip_norm half copy {ty:?} width {width} act {act} m{m}: out, residual and \
-                 copy {word}"
+                 copy"
             ),
-            rel_diff,
-            limit: 0.0,
-        });
+            same && copied,
+        ));
     }
     Ok(checks)
 }
@@ -146,16 +154,14 @@ pub(super) fn gemm_checks(
             None => !epilogue,
         };
         let same = none.is_none() && bitwise_equal(&cast, &read);
-        let (word, rel_diff) = verdict(same && copy_ok);
-        checks.push(Check {
-            name: format!(
+        checks.push(bitwise(
+            format!(
                 "gemm {dt:?} m{m} k{k} n{n} act {act} bias {with_bias} glu {glu}: reading x's \
-                 half copy, writing y's{}: {word}",
+                 half copy, writing y's{}:",
                 if epilogue { "" } else { " (none: no epilogue)" }
             ),
-            rel_diff,
-            limit: 0.0,
-        });
+            same && copy_ok,
+        ));
     }
     Ok(checks)
 }

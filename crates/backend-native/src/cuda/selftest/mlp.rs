@@ -1,15 +1,16 @@
 //! Checks of the fused one-row MLP in both forms (`mlp_fused_*` and, where the device has
 //! clusters, `mlp_walk_*`; kernels/mlp_fused.cu) and the norm that reads its sums
-//! (`skip_norm_fixed_f32`): the down projection's sums against the host's MLP
-//! over the same half-precision weights (f64 sums, the CPU decoder's activation kernels); the same sums bit for bit on a second launch (the
-//! fixed-point adds do not depend on the blocks' order); the fixed norm bit for bit against the
-//! plain norm given those sums as f32, and every sum word cleared behind it. Shapes: the
+//! (`skip_norm_fixed_f32`): the down projection's sums against the host's MLP over the same
+//! half-precision weights (f64 sums, the CPU decoder's activation kernels); the same sums bit for
+//! bit on a second launch (the fixed-point adds do not depend on the blocks' order); the fixed
+//! norm bit for bit against the plain norm given those sums as f32, and every sum word cleared
+//! behind it. Shapes: the
 //! Qwen2.5-0.5B MLP at its one-wave slice, a last block with fewer units than the slice, the
 //! widest hidden row (2,048), a row narrower than a warp's pieces, each activation and the
 //! gate/up bias; the walk also on a hidden row past its prefetched pieces and rows (1,536) and
 //! a span only partly inside the intermediate units (inter 200, 8).
 
-use super::halves::{host_half, verdict};
+use super::halves::{bitwise, host_half};
 use super::linear::bitwise_equal;
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels as cpu;
@@ -233,18 +234,9 @@ fn norm_check(
     let cleared = c.down(acc, ACC_WORDS * hidden)?.iter().all(|&w| w == 0);
     Ok(bitwise(
         format!(
-            "skip_norm_fixed width {hidden} act {act}: out and residual against skip_norm, sums cleared"
+            "skip_norm_fixed width {hidden} act {act}: out and residual against skip_norm, \
+             sums cleared"
         ),
         same && cleared,
     ))
-}
-
-/// A bitwise comparison's check: `name`, then whether it held.
-fn bitwise(name: String, ok: bool) -> Check {
-    let (word, rel_diff) = verdict(ok);
-    Check {
-        name: format!("{name} {word}"),
-        rel_diff,
-        limit: 0.0,
-    }
 }

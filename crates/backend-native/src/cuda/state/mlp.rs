@@ -57,6 +57,11 @@ fn off_reason(unknown: Option<&str>, asked: MlpForm) -> String {
 /// weight and a down projection without a bias, both dense of one half-precision kind and in
 /// device memory; for the one-wave form a slice that fits (`Kernels::mlp_fused_slice`).
 pub(super) fn fused_mlp(k: &Kernels, l: &DevLayer, hidden: usize) -> Option<FusedMlp> {
+    // Every one-row step asks, layer by layer: answer at once where no form is on.
+    let form = k.mlp.form;
+    if form == MlpForm::Two {
+        return None;
+    }
     let mlp = &l.mlp;
     let [(gate_up, 0)] = mlp.parts.as_slice() else {
         return None;
@@ -72,7 +77,6 @@ pub(super) fn fused_mlp(k: &Kernels, l: &DevLayer, hidden: usize) -> Option<Fuse
     if kind != down_kind || !shapes {
         return None;
     }
-    let form = k.mlp.form;
     let slice = match form {
         MlpForm::Walk => walk_shape_fits(hidden, inter).then_some(WALK_SPAN)?,
         _ => k.mlp_fused_slice(kind, hidden, inter)?,

@@ -25,6 +25,7 @@ mod config;
 mod ffi;
 mod generator;
 mod log;
+mod log_options;
 mod model;
 mod params;
 mod sequences;

@@ -340,13 +340,16 @@ mod tests {
             );
             let snapshot = (*config).snapshot();
             let options = genai_runtime::OpenOptions::default();
-            let budget = genai_runtime::vram_budget(&snapshot, &options).expect("parses");
-            // (GENAI_BRIDGE_VRAM_BUDGET, when a developer sets it, wins over the config.)
-            if std::env::var_os(genai_runtime::VRAM_BUDGET_ENV).is_none() {
-                let (budget, source) = budget.expect("a budget");
-                assert_eq!(budget, genai_runtime::VramBudget::Percent(40.0));
-                assert!(source.contains("genai_config.json"), "{source}");
-            }
+            // An empty environment: a developer's GENAI_BRIDGE_VRAM_BUDGET cannot win here.
+            let settings =
+                genai_runtime::Settings::parse(&|_| None, &snapshot, &options).expect("parses");
+            let budget = settings.vram_budget.expect("a budget");
+            assert_eq!(budget.budget, genai_runtime::VramBudget::Percent(40.0));
+            assert!(
+                budget.source.contains("genai_config.json"),
+                "{}",
+                budget.source
+            );
             OgaDestroyConfig(config);
         }
     }

@@ -6,11 +6,12 @@ use crate::ffi::{
     Error, Handle, Result, borrow, check_out, destroy, guard, guard_value, into_handle, read_slice,
     read_str, write_out,
 };
-use crate::model::{ModelShared, OgaModel};
+use crate::model::{self, OgaModel};
 use crate::params::OgaGeneratorParams;
 use crate::sequences::OgaSequences;
 use crate::tensor::{ElementType, OgaTensor};
 use genai_engine::Generator;
+use genai_runtime::Session;
 use half::{bf16, f16};
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 /// Pointers returned by `GetSequenceData` and `GetNextTokens` stay valid until the next call
 /// that changes the generator.
 pub struct OgaGenerator {
-    model: Arc<ModelShared>,
+    session: Arc<Session>,
     generator: Mutex<Generator>,
     cancel: Arc<AtomicBool>,
 }
@@ -70,13 +71,13 @@ pub unsafe extern "C" fn OgaCreateGenerator(
         let model = unsafe { borrow(model, F, "model") }?;
         // SAFETY: checked against the registry.
         let params = unsafe { borrow(params, F, "params") }?;
-        if !Arc::ptr_eq(&model.shared, &params.model) {
+        if !Arc::ptr_eq(&model.session, &params.session) {
             crate::log::info("OgaCreateGenerator: the params were made from another model");
         }
         let search = params.search().clone();
-        let generator = model.shared.generator(&search)?;
+        let generator = model::generator(&model.session, &search)?;
         let handle = OgaGenerator {
-            model: Arc::clone(&model.shared),
+            session: Arc::clone(&model.session),
             cancel: generator.cancel_handle(),
             generator: Mutex::new(generator),
         };
@@ -130,7 +131,7 @@ fn append_rows(generator: &OgaGenerator, rows: &[Vec<i32>]) -> Result<()> {
         )));
     }
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let pad = generator.model.config.model.pad_token_id;
+    let pad = generator.session.config().model.pad_token_id;
     let mut flat = Vec::with_capacity(width * batch);
     for row in rows {
         flat.extend_from_slice(row);
@@ -303,7 +304,7 @@ fn output_logits_tensor(generator: &OgaGenerator) -> Result<OgaTensor> {
     let (positions, values) = g.output_logits()?;
     let vocab = values.len() / (batch * positions).max(1);
     let shape = [batch, positions, vocab];
-    let ty = generator.model.logits_type;
+    let ty = model::logits_type(&generator.session);
     if ty == ElementType::FLOAT16 {
         let half: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
         OgaTensor::from_values(&half, &shape, ty)

@@ -1,5 +1,7 @@
 //! The ONNX Runtime GenAI C ABI over genai-bridge: the `Oga*` functions with the official names,
-//! signatures and semantics, built as the drop-in `onnxruntime-genai` shared library.
+//! signatures and semantics, built as the drop-in `onnxruntime-genai` shared library. A model
+//! opens as a `genai_runtime::Session`, with the CLI's router and rules; built with
+//! `--features cuda`, a config asking for the cuda provider can route to the native CUDA decoder.
 //!
 //! # Contract at the boundary
 //! - Fallible functions return `OgaResult*`: null on success, an error object otherwise, read
@@ -25,6 +27,7 @@ mod config;
 mod ffi;
 mod generator;
 mod log;
+mod log_options;
 mod model;
 mod params;
 mod sequences;

@@ -1,8 +1,9 @@
-//! Logging options of the C ABI (`OgaSetLogBool`, `OgaSetLogString`, `OgaSetLogCallback`) and
-//! the sink the library writes to: a callback, else a file, else standard error, and only
-//! while the `enabled` option is on (or `GENAI_BRIDGE_LOG=1` is set in the environment).
+//! The log sink the library writes to: a callback, else a file, else standard error, and only
+//! while the `enabled` option is on (or `GENAI_BRIDGE_LOG=1` is set in the environment); its
+//! options are set through `log_options`.
 
-use crate::ffi::{Error, Result, guard, read_str};
+use genai_runtime::Settings;
+use genai_runtime::settings::process_env;
 use std::collections::HashMap;
 use std::ffi::c_char;
 use std::fs::File;
@@ -10,7 +11,7 @@ use std::io::Write;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 /// The boolean options the official library knows; any other name is an error, as there.
-const BOOL_OPTIONS: &[&str] = &[
+pub const BOOL_OPTIONS: &[&str] = &[
     "enabled",
     "ansi_tags",
     "warning",
@@ -29,22 +30,25 @@ const BOOL_OPTIONS: &[&str] = &[
 /// A log callback: receives the message bytes and their length (not NUL-terminated).
 pub type LogCallback = Option<unsafe extern "C" fn(message: *const c_char, length: usize)>;
 
+/// The log's options.
 #[derive(Default)]
-struct State {
-    flags: HashMap<&'static str, bool>,
-    file: Option<File>,
-    callback: LogCallback,
+pub struct State {
+    pub flags: HashMap<&'static str, bool>,
+    pub file: Option<File>,
+    pub callback: LogCallback,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
     let mut state = State::default();
-    if std::env::var("GENAI_BRIDGE_LOG").is_ok_and(|v| v == "1") {
+    // A malformed value leaves the log off here; opening a model reports it.
+    if Settings::log_enabled(&process_env).unwrap_or(false) {
         state.flags.insert("enabled", true);
     }
     Mutex::new(state)
 });
 
-fn state() -> MutexGuard<'static, State> {
+/// The log's options, locked.
+pub fn state() -> MutexGuard<'static, State> {
     // Plain data; a panic while it was held cannot break an invariant.
     STATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -86,78 +90,3 @@ pub fn error(message: &str) {
 pub fn info(message: &str) {
     write("info", None, message);
 }
-
-/// `OgaResult* OgaSetLogBool(const char* name, bool value)`.
-///
-/// # Safety
-/// `name` is a NUL-terminated string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn OgaSetLogBool(name: *const c_char, value: bool) -> *mut crate::OgaResult {
-    guard("OgaSetLogBool", || {
-        // SAFETY: forwarded C contract.
-        let name = unsafe { read_str(name, "OgaSetLogBool", "name") }?;
-        let Some(known) = BOOL_OPTIONS.iter().find(|o| **o == name) else {
-            return Err(Error::Invalid(format!(
-                "unknown log option \"{name}\"; known: {}",
-                BOOL_OPTIONS.join(", ")
-            )));
-        };
-        state().flags.insert(known, value);
-        Ok(())
-    })
-}
-
-/// `OgaResult* OgaSetLogString(const char* name, const char* value)`: `filename` sends the log
-/// to a file (an empty value goes back to standard error).
-///
-/// # Safety
-/// `name` and `value` are NUL-terminated strings.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn OgaSetLogString(
-    name: *const c_char,
-    value: *const c_char,
-) -> *mut crate::OgaResult {
-    guard("OgaSetLogString", || {
-        // SAFETY: forwarded C contract.
-        let name = unsafe { read_str(name, "OgaSetLogString", "name") }?;
-        // SAFETY: forwarded C contract.
-        let value = unsafe { read_str(value, "OgaSetLogString", "value") }?;
-        if name != "filename" {
-            return Err(Error::Invalid(format!(
-                "unknown log option \"{name}\"; known: filename"
-            )));
-        }
-        let file =
-            if value.is_empty() {
-                None
-            } else {
-                Some(File::create(value).map_err(|e| {
-                    Error::Invalid(format!("cannot open log file \"{value}\": {e}"))
-                })?)
-            };
-        let mut state = state();
-        state.callback = if file.is_some() { None } else { state.callback };
-        state.file = file;
-        Ok(())
-    })
-}
-
-/// `OgaResult* OgaSetLogCallback(void (*callback)(const char*, size_t))`; null removes it.
-///
-/// # Safety
-/// `callback` is null or a function that accepts any message bytes for as long as it is set.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn OgaSetLogCallback(callback: LogCallback) -> *mut crate::OgaResult {
-    guard("OgaSetLogCallback", || -> Result<()> {
-        let mut state = state();
-        state.callback = callback;
-        if callback.is_some() {
-            state.file = None;
-        }
-        Ok(())
-    })
-}
-
-/// `void OgaSetTelemetryEnabled(bool)`: genai-bridge sends no telemetry; accepted and ignored.
-#[unsafe(no_mangle)]
-pub extern "C" fn OgaSetTelemetryEnabled(_enabled: bool) {}

@@ -1,138 +1,50 @@
-//! `OgaModel`: a model folder opened through the same router as the CLI. The backend request
-//! comes from `GENAI_BRIDGE_BACKEND` (auto, ort or native; auto by default), the device from the
-//! config's providers (cuda → native CUDA or ONNX Runtime's CUDA EP, by the router's rules).
+//! `OgaModel`: a model folder opened as a runtime session, through the same router and rules as
+//! the CLI. The backend request comes from `GENAI_BRIDGE_BACKEND` (auto, ort or native; auto by
+//! default), the device from the config's providers (cuda → native CUDA, when built with the
+//! `cuda` feature, or ONNX Runtime's CUDA EP, by the router's rules).
 
 use crate::OgaResult;
 use crate::config::{OgaConfig, load_config};
 use crate::ffi::{
-    Error, Handle, Result, borrow, check_out, destroy, guard, into_c_string, into_handle, read_str,
+    Handle, Result, borrow, check_out, destroy, guard, into_c_string, into_handle, read_str,
     write_out,
 };
 use crate::tensor::ElementType;
 use genai_config::{Config, Search};
-use genai_engine::{BackendKind, BackendRequest, Decoder, Generator, Route};
+use genai_engine::{BackendKind, Generator};
 use genai_onnx::DataType;
-use genai_runtime::{OpenOptions, open, open_ort};
-use genai_tokenizer::Tokenizer;
+use genai_runtime::{OpenOptions, Session};
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// A loaded model. Thread-safety: a model may be shared by any number of threads, each making
 /// its own tokenizers and generators from it.
 pub struct OgaModel {
-    pub(crate) shared: Arc<ModelShared>,
+    pub(crate) session: Arc<Session>,
 }
 
 impl Handle for OgaModel {
     const KIND: &'static str = "OgaModel";
 }
 
-/// What generators and tokenizers made from a model hold on to.
-pub struct ModelShared {
-    pub config: Config,
-    decoder: Box<dyn Decoder>,
-    route: Route,
-    threads: Option<usize>,
-    /// ONNX Runtime on the same device, opened on first need (batch sizes the routed decoder
-    /// does not run).
-    fallback: Mutex<Option<Arc<dyn Decoder>>>,
-    tokenizer: Mutex<Option<Arc<Tokenizer>>>,
-    /// The element type of the model's `logits` output: its activations' type.
-    pub logits_type: ElementType,
+/// The element type of the model's `logits` output as ONNX Runtime GenAI hands it out: what
+/// the graph declares (an int4 model with half-precision activations has half-precision
+/// logits), whichever backend runs it.
+pub(crate) fn logits_type(session: &Session) -> ElementType {
+    match session.logits_type() {
+        Some(DataType::Float16) => ElementType::FLOAT16,
+        Some(DataType::BFloat16) => ElementType::BFLOAT16,
+        _ => ElementType::FLOAT32,
+    }
 }
 
-impl ModelShared {
-    /// Opens the model folder a config describes.
-    pub fn open(config: Config) -> Result<Self> {
-        let backend = backend_from_env()?;
-        let threads = config
-            .model
-            .decoder
-            .session_options
-            .intra_op_num_threads
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|&n| n > 0);
-        let opened = open(
-            &config,
-            &OpenOptions {
-                backend,
-                device: None,
-                threads,
-                ..OpenOptions::default()
-            },
-        )?;
-        crate::log::info(&format!(
-            "genai-bridge: {} on {}: {}",
-            backend_name(opened.route.backend),
-            opened.route.device.name(),
-            opened.route.reasons.join("; ")
-        ));
-        // What the graph declares, as ONNX Runtime GenAI hands it out: an int4 model with
-        // half-precision activations has half-precision logits, whichever backend runs it.
-        let logits_type = match opened.logits_type {
-            Some(DataType::Float16) => ElementType::FLOAT16,
-            Some(DataType::BFloat16) => ElementType::BFLOAT16,
-            _ => ElementType::FLOAT32,
-        };
-        Ok(ModelShared {
-            logits_type,
-            config,
-            decoder: opened.decoder,
-            route: opened.route,
-            threads,
-            fallback: Mutex::new(None),
-            tokenizer: Mutex::new(None),
-        })
+/// Starts a generation, logging when ONNX Runtime runs a batch the routed decoder cannot.
+pub(crate) fn generator(session: &Session, search: &Search) -> Result<Generator> {
+    let started = session.start(search)?;
+    if let Some(why) = &started.fallback {
+        crate::log::info(&format!("genai-bridge: {why}"));
     }
-
-    /// Starts a generation, on ONNX Runtime when the routed decoder cannot run this batch size.
-    pub fn generator(&self, search: &Search) -> Result<Generator> {
-        match Generator::new(self.decoder.as_ref(), &self.config.model, search) {
-            Err(e) if search.batch_size > 1 && self.route.backend == BackendKind::Native => {
-                crate::log::info(&format!(
-                    "genai-bridge: batch size {} runs on ONNX Runtime: {e}",
-                    search.batch_size
-                ));
-                let fallback = self.fallback_decoder()?;
-                Ok(Generator::new(
-                    fallback.as_ref(),
-                    &self.config.model,
-                    search,
-                )?)
-            }
-            other => Ok(other?),
-        }
-    }
-
-    fn fallback_decoder(&self) -> Result<Arc<dyn Decoder>> {
-        let mut slot = self.fallback.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(decoder) = slot.as_ref() {
-            return Ok(Arc::clone(decoder));
-        }
-        let decoder: Arc<dyn Decoder> =
-            Arc::from(open_ort(&self.config, self.route.device, self.threads)?);
-        *slot = Some(Arc::clone(&decoder));
-        Ok(decoder)
-    }
-
-    /// The model's tokenizer, loaded once.
-    pub fn tokenizer(&self) -> Result<Arc<Tokenizer>> {
-        let mut slot = self
-            .tokenizer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(tokenizer) = slot.as_ref() {
-            return Ok(Arc::clone(tokenizer));
-        }
-        let tokenizer = Arc::new(genai_runtime::load_tokenizer(&self.config)?);
-        *slot = Some(Arc::clone(&tokenizer));
-        Ok(tokenizer)
-    }
-
-    /// The device the model runs on, as the official library names it ("CPU", "CUDA").
-    pub fn device_type(&self) -> String {
-        self.route.device.name().to_ascii_uppercase()
-    }
+    Ok(started.generator)
 }
 
 fn backend_name(kind: BackendKind) -> &'static str {
@@ -142,22 +54,17 @@ fn backend_name(kind: BackendKind) -> &'static str {
     }
 }
 
-/// `GENAI_BRIDGE_BACKEND`: which decoder the C ABI asks the router for.
-fn backend_from_env() -> Result<BackendRequest> {
-    match std::env::var("GENAI_BRIDGE_BACKEND").as_deref() {
-        Err(_) | Ok("" | "auto") => Ok(BackendRequest::Auto),
-        Ok("ort") => Ok(BackendRequest::Ort),
-        Ok("native") => Ok(BackendRequest::Native),
-        Ok(other) => Err(Error::Invalid(format!(
-            "GENAI_BRIDGE_BACKEND=\"{other}\" is not one of auto, ort, native"
-        ))),
-    }
-}
-
 fn create(out: *mut *mut OgaModel, config: Config, function: &'static str) -> Result<()> {
-    let shared = ModelShared::open(config)?;
+    let session = Session::from_config(config, &OpenOptions::default())?;
+    let route = session.route();
+    crate::log::info(&format!(
+        "genai-bridge: {} on {}: {}",
+        backend_name(route.backend),
+        route.device.name(),
+        route.reasons.join("; ")
+    ));
     let handle = into_handle(OgaModel {
-        shared: Arc::new(shared),
+        session: Arc::new(session),
     });
     // SAFETY: the callers checked `out` is non-null; it points to storage for one pointer.
     unsafe { write_out(out, handle, function, "out") }
@@ -220,13 +127,13 @@ unsafe fn model_string(
     function: &'static str,
     model: *const OgaModel,
     out: *mut *const c_char,
-    pick: impl FnOnce(&ModelShared) -> String,
+    pick: impl FnOnce(&Session) -> String,
 ) -> *mut OgaResult {
     guard(function, || {
         check_out(out, function, "out")?;
         // SAFETY: checked against the registry.
         let model = unsafe { borrow(model, function, "model") }?;
-        let text = into_c_string(pick(&model.shared));
+        let text = into_c_string(pick(&model.session));
         // SAFETY: checked non-null above.
         unsafe { write_out(out, text, function, "out") }
     })
@@ -244,7 +151,7 @@ pub unsafe extern "C" fn OgaModelGetType(
     // SAFETY: forwarded contract.
     unsafe {
         model_string("OgaModelGetType", model, out, |m| {
-            m.config.model.model_type.clone()
+            m.config().model.model_type.clone()
         })
     }
 }
@@ -259,5 +166,9 @@ pub unsafe extern "C" fn OgaModelGetDeviceType(
     out: *mut *const c_char,
 ) -> *mut OgaResult {
     // SAFETY: forwarded contract.
-    unsafe { model_string("OgaModelGetDeviceType", model, out, |m| m.device_type()) }
+    unsafe {
+        model_string("OgaModelGetDeviceType", model, out, |m| {
+            m.device().name().to_ascii_uppercase()
+        })
+    }
 }

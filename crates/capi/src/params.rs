@@ -3,14 +3,15 @@
 
 use crate::OgaResult;
 use crate::ffi::{Handle, borrow, check_out, destroy, guard, into_handle, read_str, write_out};
-use crate::model::{ModelShared, OgaModel};
+use crate::model::OgaModel;
 use genai_config::Search;
+use genai_runtime::Session;
 use std::ffi::c_char;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Search options. Thread-safety: calls are serialised by a lock.
 pub struct OgaGeneratorParams {
-    pub(crate) model: Arc<ModelShared>,
+    pub(crate) session: Arc<Session>,
     search: Mutex<Search>,
 }
 
@@ -40,8 +41,8 @@ pub unsafe extern "C" fn OgaCreateGeneratorParams(
         // SAFETY: checked against the registry.
         let model = unsafe { borrow(model, F, "model") }?;
         let params = OgaGeneratorParams {
-            model: Arc::clone(&model.shared),
-            search: Mutex::new(model.shared.config.search.clone()),
+            session: Arc::clone(&model.session),
+            search: Mutex::new(model.session.search().clone()),
         };
         // SAFETY: checked non-null.
         unsafe { write_out(out, into_handle(params), F, "out") }

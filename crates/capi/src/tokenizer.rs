@@ -90,8 +90,8 @@ pub unsafe extern "C" fn OgaCreateTokenizer(
         check_out(out, F, "out")?;
         // SAFETY: checked against the registry.
         let model = unsafe { borrow(model, F, "model") }?;
-        let tokenizer = model.shared.tokenizer()?;
-        create(out, OgaTokenizer::new(tokenizer, &model.shared.config), F)
+        let tokenizer = model.session.tokenizer()?;
+        create(out, OgaTokenizer::new(tokenizer, model.session.config()), F)
     })
 }
 

@@ -5,7 +5,12 @@ use std::path::PathBuf;
 
 /// Runs ONNX Runtime GenAI model folders through ONNX Runtime or genai-bridge's native decoder.
 #[derive(Debug, Parser)]
-#[command(name = "genai-bridge", version, about)]
+#[command(
+    name = "genai-bridge",
+    version,
+    about,
+    after_help = genai_runtime::settings::HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -64,8 +69,9 @@ pub enum DeviceChoice {
 pub struct RunArgs {
     /// Model folder (genai_config.json, model.onnx, tokenizer.json); the bundled fixture if omitted.
     pub model_dir: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
+    /// The backend; by default GENAI_BRIDGE_BACKEND, else auto.
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendChoice>,
     /// The device; by default what genai_config.json's provider_options say.
     #[arg(long, value_enum)]
     pub device: Option<DeviceChoice>,
@@ -172,7 +178,7 @@ pub struct BenchArgs {
     /// Seed of the random prompt.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// One JSON line instead of text.
+    /// One JSON line instead of text, with the runtime settings in effect (`settings`).
     #[arg(long)]
     pub json: bool,
     /// Weight paging sweep (native CUDA decoder): load and measure the model once per budget,
@@ -189,10 +195,13 @@ pub struct BenchArgs {
 pub struct RouteArgs {
     /// Model folder.
     pub model_dir: PathBuf,
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
+    /// The backend; by default GENAI_BRIDGE_BACKEND, else auto.
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendChoice>,
     #[arg(long, value_enum)]
     pub device: Option<DeviceChoice>,
+    /// One JSON object: the route, its reasons, the facts it was based on, the decoder plan
+    /// and the runtime settings in effect (`settings`).
     #[arg(long)]
     pub json: bool,
 }

@@ -1,16 +1,15 @@
-//! Loading a model folder for a command: config, tokenizer and the decoder the route picks.
+//! Loading a model folder for a command: one runtime session (config, settings, route, decoder)
+//! and its tokenizer.
 
 use crate::args::{BackendChoice, DeviceChoice, RunArgs, SearchArgs};
 use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use genai_config::{Config, Search};
-use genai_engine::{
-    BackendInfo, BackendKind, BackendRequest, DecodeBackend, Decoder, DeviceKind, Route,
-    StartOptions,
-};
-use genai_runtime::OpenOptions;
+use genai_engine::{BackendRequest, DeviceKind};
+use genai_runtime::{OpenOptions, Session, Settings};
 use genai_tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The fixture `generate` and `chat` use when no model folder is given.
@@ -18,10 +17,15 @@ pub const DEFAULT_MODEL: &str = "models/fixtures/qwen2-fp32-cpu";
 
 /// Everything a command needs to generate.
 pub struct Loaded {
-    pub config: Config,
-    pub tokenizer: Tokenizer,
-    pub decoder: Box<dyn Decoder>,
+    pub session: Session,
+    pub tokenizer: Arc<Tokenizer>,
     pub load_ms: f64,
+}
+
+impl Loaded {
+    pub fn config(&self) -> &Config {
+        self.session.config()
+    }
 }
 
 /// The model folder given, or the bundled default fixture.
@@ -34,22 +38,19 @@ pub fn model_dir(given: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Loads config, tokenizer and decoder, with a spinner on a terminal.
+/// Opens the session (tokenizer first), with a spinner on a terminal.
 pub fn load(run: &RunArgs) -> Result<Loaded> {
     let started = Instant::now();
     let dir = model_dir(run.model_dir.as_deref());
     let progress = Progress::start(&format!("loading {}", dir.display()));
-    let config = Config::load(&dir)
-        .with_context(|| format!("{}", dir.join(genai_config::CONFIG_FILE).display()))?;
-    progress.set("loading the tokenizer");
-    let tokenizer = genai_runtime::load_tokenizer(&config).context("loading the tokenizer")?;
+    let config = genai_runtime::load_config(&dir)?;
     progress.set("creating the session");
-    let decoder = open_decoder(&config, run)?;
+    let session = Session::from_config(config, &open_options(run))?;
+    let tokenizer = session.tokenizer()?;
     drop(progress);
     Ok(Loaded {
-        config,
+        session,
         tokenizer,
-        decoder,
         load_ms: started.elapsed().as_secs_f64() * 1e3,
     })
 }
@@ -57,13 +58,23 @@ pub fn load(run: &RunArgs) -> Result<Loaded> {
 /// The runtime's open options for the command line's choices.
 pub fn open_options(run: &RunArgs) -> OpenOptions {
     OpenOptions {
-        backend: backend_request(run.backend),
+        backend: run.backend.map(backend_request),
         device: run.device.map(device_kind),
         threads: run.threads,
         verify: run.verify,
         vram_budget: run.vram_budget.clone(),
         planned_length: run.planned_length,
+        eager_tokenizer: true,
     }
+}
+
+/// The settings in effect as a JSON object (`route --json`, `bench --json`).
+pub fn settings_json(settings: &Settings) -> serde_json::Map<String, serde_json::Value> {
+    settings
+        .describe()
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), serde_json::Value::String(value)))
+        .collect()
 }
 
 pub fn backend_request(choice: BackendChoice) -> BackendRequest {
@@ -78,55 +89,6 @@ pub fn device_kind(choice: DeviceChoice) -> DeviceKind {
     match choice {
         DeviceChoice::Cpu => DeviceKind::Cpu,
         DeviceChoice::Cuda => DeviceKind::Cuda,
-    }
-}
-
-/// Routes and builds the decoder, with the route's reasons in its description.
-fn open_decoder(config: &Config, run: &RunArgs) -> Result<Box<dyn Decoder>> {
-    let opened = genai_runtime::open(config, &open_options(run))?;
-    Ok(Box::new(Routed {
-        inner: opened.decoder,
-        info: routed_info(opened.route),
-    }))
-}
-
-/// The route as the backend description that `--json` output shows.
-fn routed_info(route: Route) -> BackendInfo {
-    BackendInfo {
-        backend: match route.backend {
-            BackendKind::Ort => "ort".into(),
-            BackendKind::Native => "native".into(),
-        },
-        device: route.device.name().into(),
-        reasons: route.reasons,
-    }
-}
-
-/// A decoder described by its route.
-struct Routed {
-    inner: Box<dyn Decoder>,
-    info: BackendInfo,
-}
-
-impl Decoder for Routed {
-    fn start(&self, options: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
-        self.inner.start(options)
-    }
-
-    fn info(&self) -> &BackendInfo {
-        &self.info
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.inner.vocab_size()
-    }
-
-    fn counters(&self) -> genai_engine::BackendCounters {
-        self.inner.counters()
-    }
-
-    fn weight_bytes_per_token(&self) -> Option<u64> {
-        self.inner.weight_bytes_per_token()
     }
 }
 
@@ -174,49 +136,4 @@ pub fn search_options(config: &Config, args: &SearchArgs, prompt_len: usize) -> 
     }
     search.validate(&config.model).context("search options")?;
     Ok(search)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A decoder that only reports counters.
-    struct Counted;
-
-    impl Decoder for Counted {
-        fn start(&self, _: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
-            Err(genai_engine::Error::InvalidState("not for running".into()))
-        }
-        fn info(&self) -> &BackendInfo {
-            unreachable!("not asked")
-        }
-        fn vocab_size(&self) -> usize {
-            1
-        }
-        fn counters(&self) -> genai_engine::BackendCounters {
-            genai_engine::BackendCounters {
-                graph_captures: 3,
-                graph_replays: 250,
-                ..Default::default()
-            }
-        }
-        fn weight_bytes_per_token(&self) -> Option<u64> {
-            Some(7)
-        }
-    }
-
-    #[test]
-    fn the_routed_decoder_reports_what_the_inner_one_measures() {
-        let routed = Routed {
-            inner: Box::new(Counted),
-            info: BackendInfo {
-                backend: "native".into(),
-                device: "cuda".into(),
-                reasons: vec![],
-            },
-        };
-        let counters = routed.counters();
-        assert_eq!((counters.graph_captures, counters.graph_replays), (3, 250));
-        assert_eq!(routed.weight_bytes_per_token(), Some(7));
-    }
 }

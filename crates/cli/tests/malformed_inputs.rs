@@ -146,6 +146,28 @@ fn external_data_past_the_end_of_its_file_is_a_clear_error() {
 }
 
 #[test]
+fn a_truncated_data_file_prints_its_cause_once() {
+    let (_t, dir) = copy_fixture("llama-fp32-cpu");
+    let data = dir.join("model.onnx.data");
+    let bytes = std::fs::read(&data).expect("read");
+    std::fs::write(&data, &bytes[..bytes.len() / 2]).expect("write");
+    let path = dir.to_str().expect("utf-8");
+    let generate = generate_args(&dir);
+    let generate: Vec<&str> = generate.iter().map(String::as_str).collect();
+    for args in [generate, vec!["route", path], vec!["inspect", path]] {
+        let output = run_cli(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} must fail");
+        assert_eq!(
+            stderr.matches("lies past the end of").count(),
+            1,
+            "{args:?}: the cause is not printed exactly once: {stderr}"
+        );
+        assert!(stderr.contains("model.onnx.data"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
 fn missing_decoder_file_is_named() {
     let (_t, dir) = copy_fixture("llama-fp32-cpu");
     std::fs::remove_file(dir.join("model.onnx")).expect("rm");

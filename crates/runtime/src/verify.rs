@@ -1,7 +1,7 @@
 //! `--verify`: a short teacher-forced parity check of a native decoder (CPU or CUDA) against
 //! ONNX Runtime at load, so `auto` never keeps a native decoder that disagrees with the reference.
 
-use crate::precision_of;
+use crate::precision::precision_of;
 use genai_backend_ort::{OrtDecoder, OrtOptions};
 use genai_config::Config;
 use genai_engine::{Decoder, RouteFacts};

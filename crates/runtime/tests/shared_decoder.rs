@@ -4,7 +4,7 @@
 
 use genai_config::{Config, Search};
 use genai_engine::{BackendRequest, Decoder, Error, Generator};
-use genai_runtime::{OpenOptions, open};
+use genai_runtime::{OpenOptions, Session};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -16,10 +16,11 @@ fn config() -> Config {
 
 fn decoder(config: &Config, backend: BackendRequest) -> Arc<dyn Decoder> {
     let options = OpenOptions {
-        backend,
+        backend: Some(backend),
         ..OpenOptions::default()
     };
-    Arc::from(open(config, &options).expect("open").decoder)
+    let session = Session::from_config(config.clone(), &options).expect("open");
+    Arc::clone(session.decoder())
 }
 
 /// Prompt and search options per job.

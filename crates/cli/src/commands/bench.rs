@@ -83,6 +83,8 @@ struct BenchResult {
     step_kernels_us: Option<f64>,
     step_choice_us: Option<f64>,
     route_reasons: Vec<String>,
+    /// The runtime settings in effect (genai_runtime's `Settings::describe`).
+    settings: serde_json::Map<String, serde_json::Value>,
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -154,8 +156,10 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
     }
     run_args.planned_length = Some(total);
     let loaded = load::load(&run_args)?;
+    let session = &loaded.session;
+    let config = session.config();
     if budget_percent.is_some() {
-        let info = loaded.decoder.info();
+        let info = session.info();
         anyhow::ensure!(
             info.backend == "native" && info.device == "cuda",
             "--budget-sweep measures weight paging, which the native CUDA decoder does; this \
@@ -165,28 +169,27 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
             info.reasons.join("; ")
         );
     }
-    let vocab = loaded
-        .config
+    let vocab = config
         .model
         .vocab_size
-        .min(loaded.decoder.vocab_size())
+        .min(session.decoder().vocab_size())
         .max(1);
     anyhow::ensure!(
-        total <= loaded.config.model.context_length,
+        total <= config.model.context_length,
         "{total} tokens exceed the model's context_length {}",
-        loaded.config.model.context_length
+        config.model.context_length
     );
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
     let prompt: Vec<i32> = (0..args.prompt_tokens)
         .map(|_| rng.random_range(0..vocab as i32))
         .collect();
-    let mut search = loaded.config.search.clone();
+    let mut search = session.search().clone();
     search.max_length = total;
     search.do_sample = false;
     // EOS must not end a benchmark early: suppress it for the whole run.
     search.min_length = total;
 
-    let decoder = Checksummed::new(loaded.decoder.as_ref());
+    let decoder = Checksummed::new(session.decoder().as_ref());
     let mut prefill = Vec::new();
     let mut ttft = Vec::new();
     let mut decode_rates = Vec::new();
@@ -195,7 +198,7 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
     for run in 0..=args.runs {
         // The warm-up run is hashed; the timed runs are not.
         decoder.hashing(run == 0);
-        let mut generator = Generator::new(&decoder, &loaded.config.model, &search)?;
+        let mut generator = Generator::new(&decoder, &config.model, &search)?;
         let start = Instant::now();
         generator.append_tokens(&prompt).context("prefill")?;
         let prefill_s = start.elapsed().as_secs_f64();
@@ -222,9 +225,9 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         steps.extend_from_slice(&timings.decode_ms);
     }
     decoder.hashing(false);
-    let info = loaded.decoder.info();
-    let counters = loaded.decoder.counters();
-    let bytes_per_token = loaded.decoder.weight_bytes_per_token();
+    let info = session.info();
+    let counters = session.decoder().counters();
+    let bytes_per_token = session.decoder().weight_bytes_per_token();
     let decode_tok_s = median(&mut decode_rates);
     let decode_wall_tok_s = median(&mut wall_rates);
     let paging: Option<&PagingCounters> = counters.paging.as_ref();
@@ -241,7 +244,7 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        precision: machine::precision(&loaded.config),
+        precision: machine::precision(config),
         backend: info.backend.clone(),
         device: info.device.clone(),
         threads: args.run.threads,
@@ -286,6 +289,7 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         step_kernels_us: clock.map(|c| c.kernels_us),
         step_choice_us: clock.map(|c| c.choice_us),
         route_reasons: info.reasons.clone(),
+        settings: load::settings_json(session.settings()),
     })
 }
 

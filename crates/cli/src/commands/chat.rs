@@ -4,7 +4,6 @@
 use crate::args::ChatArgs;
 use crate::load;
 use anyhow::{Context, Result};
-use genai_engine::Generator;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 
@@ -16,8 +15,8 @@ pub fn run(args: &ChatArgs) -> Result<()> {
     }
     eprintln!(
         "chatting with {} ({}); an empty line or end of input quits",
-        loaded.config.model.model_type,
-        loaded.decoder.info().backend
+        loaded.config().model.model_type,
+        loaded.session.info().backend
     );
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout();
@@ -38,8 +37,8 @@ pub fn run(args: &ChatArgs) -> Result<()> {
             )
             .context("applying the chat template")?;
         let ids = loaded.tokenizer.encode(&prompt)?;
-        let search = load::search_options(&loaded.config, &args.search, ids.len())?;
-        let mut generator = Generator::new(loaded.decoder.as_ref(), &loaded.config.model, &search)?;
+        let search = load::search_options(loaded.config(), &args.search, ids.len())?;
+        let mut generator = loaded.session.generator(&search)?;
         generator.append_tokens(&ids)?;
         let mut stream = loaded.tokenizer.stream();
         let mut reply = String::new();

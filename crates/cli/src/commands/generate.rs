@@ -3,7 +3,7 @@
 use crate::args::GenerateArgs;
 use crate::load::{self, Loaded};
 use anyhow::{Context, Result};
-use genai_engine::{BackendCounters, BackendInfo, Generator, GeneratorTimings};
+use genai_engine::{BackendCounters, BackendInfo, GeneratorTimings};
 use serde::Serialize;
 use std::io::Write;
 
@@ -36,8 +36,8 @@ struct Timings<'a> {
 pub fn run(args: &GenerateArgs) -> Result<()> {
     let loaded = load::load(&args.run)?;
     let prompt_ids = prompt_ids(&loaded, args)?;
-    let search = load::search_options(&loaded.config, &args.search, prompt_ids.len())?;
-    let mut generator = Generator::new(loaded.decoder.as_ref(), &loaded.config.model, &search)?;
+    let search = load::search_options(loaded.config(), &args.search, prompt_ids.len())?;
+    let mut generator = loaded.session.generator(&search)?;
     generator
         .append_tokens(&prompt_ids)
         .context("running the prompt")?;
@@ -74,14 +74,14 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         model_dir: load::model_dir(args.run.model_dir.as_deref())
             .display()
             .to_string(),
-        route: loaded.decoder.info(),
+        route: loaded.session.info(),
         text: loaded.tokenizer.decode(generated)?,
         prompt_ids,
         sequence: sequence.clone(),
         stop_reason,
         max_length: search.max_length,
         timings: timings_of(timings, loaded.load_ms),
-        counters: loaded.decoder.counters(),
+        counters: loaded.session.decoder().counters(),
     };
     serde_json::to_writer_pretty(&mut stdout, &output)?;
     writeln!(stdout)?;

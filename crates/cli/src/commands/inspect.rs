@@ -2,20 +2,12 @@
 //! histogram and weight bytes.
 
 use crate::args::InspectArgs;
-use anyhow::{Context, Result};
-use genai_config::Config;
-use genai_onnx::OnnxModel;
+use anyhow::Result;
 use serde_json::json;
 
 pub fn run(args: &InspectArgs) -> Result<()> {
-    let config = Config::load(&args.model_dir).with_context(|| {
-        format!(
-            "{}",
-            args.model_dir.join(genai_config::CONFIG_FILE).display()
-        )
-    })?;
-    let path = config.decoder_path();
-    let model = OnnxModel::load(&path).with_context(|| format!("loading {}", path.display()))?;
+    let config = genai_runtime::load_config(&args.model_dir)?;
+    let model = genai_runtime::load_graph(&config)?;
     let report = model.report();
     let plan = genai_frontend::lift(&model, &config);
     let decoder = &config.model.decoder;

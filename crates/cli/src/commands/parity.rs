@@ -7,8 +7,9 @@ use anyhow::{Context, Result, bail};
 use genai_config::Config;
 use genai_engine::{BackendRequest, Decoder};
 use genai_parity::{ParityOptions, Precision, Tolerance, compare};
-use genai_runtime::OpenOptions;
+use genai_runtime::{OpenOptions, Session};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Prompts used when `--prompts` is not given.
 const DEFAULT_PROMPTS: &[&str] = &[
@@ -18,12 +19,7 @@ const DEFAULT_PROMPTS: &[&str] = &[
 ];
 
 pub fn run(args: &ParityArgs) -> Result<ExitCode> {
-    let config = Config::load(&args.model_dir).with_context(|| {
-        format!(
-            "{}",
-            args.model_dir.join(genai_config::CONFIG_FILE).display()
-        )
-    })?;
+    let config = genai_runtime::load_config(&args.model_dir)?;
     let prompts = prompts(&config, args)?;
     let a = open(
         &config,
@@ -37,8 +33,7 @@ pub fn run(args: &ParityArgs) -> Result<ExitCode> {
         args.b_device.unwrap_or(args.device),
         args.threads,
     )?;
-    let path = config.decoder_path();
-    let model = genai_onnx::OnnxModel::load(&path).with_context(|| path.display().to_string())?;
+    let model = genai_runtime::load_graph(&config)?;
     let precision = match genai_frontend::lift(&model, &config) {
         Ok(plan) => genai_runtime::precision_of(&plan),
         Err(_) => Precision::Fp32,
@@ -114,17 +109,18 @@ fn open(
     backend: ParityBackend,
     device: DeviceChoice,
     threads: Option<usize>,
-) -> Result<Box<dyn Decoder>> {
+) -> Result<Arc<dyn Decoder>> {
     let options = OpenOptions {
-        backend: match backend {
+        backend: Some(match backend {
             ParityBackend::Ort => BackendRequest::Ort,
             ParityBackend::Native => BackendRequest::Native,
-        },
+        }),
         device: Some(device_kind(device)),
         threads,
         ..OpenOptions::default()
     };
-    Ok(genai_runtime::open(config, &options)?.decoder)
+    let session = Session::from_config(config.clone(), &options)?;
+    Ok(Arc::clone(session.decoder()))
 }
 
 /// The prompts as ids: from the file (a line of comma-separated integers is ids, any other line

@@ -1,25 +1,20 @@
 //! `genai-bridge route`: which backend and device would run a model folder, and every reason.
 
 use crate::args::RouteArgs;
-use crate::load::{backend_request, device_kind};
-use anyhow::{Context, Result};
-use genai_config::Config;
-use genai_runtime::OpenOptions;
+use crate::load::{backend_request, device_kind, settings_json};
+use anyhow::Result;
+use genai_runtime::{OpenOptions, Settings};
 use serde_json::json;
 
 pub fn run(args: &RouteArgs) -> Result<()> {
-    let config = Config::load(&args.model_dir).with_context(|| {
-        format!(
-            "{}",
-            args.model_dir.join(genai_config::CONFIG_FILE).display()
-        )
-    })?;
+    let config = genai_runtime::load_config(&args.model_dir)?;
     let options = OpenOptions {
-        backend: backend_request(args.backend),
+        backend: args.backend.map(backend_request),
         device: args.device.map(device_kind),
         ..OpenOptions::default()
     };
-    let decision = genai_runtime::decide(&config, &options)?;
+    let settings = Settings::from_env(&config, &options)?;
+    let decision = genai_runtime::decide(&config, &settings, options.device)?;
     let fact = |f: &Option<Result<String, String>>| match f {
         Some(Ok(ok)) => json!({ "ok": true, "detail": ok }),
         Some(Err(why)) => json!({ "ok": false, "detail": why }),
@@ -39,6 +34,7 @@ pub fn run(args: &RouteArgs) -> Result<()> {
                 "configured_device": decision.facts.configured_device,
             },
             "plan": decision.plan.as_ref().map(|p| p.summary()),
+            "settings": settings_json(&settings),
         });
         println!("{}", serde_json::to_string_pretty(&output)?);
         return Ok(());
@@ -62,5 +58,9 @@ pub fn run(args: &RouteArgs) -> Result<()> {
     show("ONNX Runtime", &decision.facts.ort);
     show("native CUDA", &decision.facts.native_cuda);
     show("ONNX Runtime CUDA", &decision.facts.ort_cuda);
+    println!("settings:");
+    for (name, value) in settings.describe() {
+        println!("  {name}: {value}");
+    }
     Ok(())
 }

@@ -1,0 +1,147 @@
+//! Runtime settings on the command line: read from the environment once, reported as the
+//! `settings` object of `route --json` and `bench --json`, a malformed value refused with one
+//! error naming the variable, and the variables listed in the help.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::process::{Command, Output};
+
+const VARIABLES: [&str; 3] = [
+    "GENAI_BRIDGE_BACKEND",
+    "GENAI_BRIDGE_VRAM_BUDGET",
+    "GENAI_BRIDGE_LOG",
+];
+
+fn fixture(name: &str) -> String {
+    repo_root()
+        .join("models/fixtures")
+        .join(name)
+        .to_str()
+        .expect("utf-8")
+        .to_string()
+}
+
+/// Runs the CLI with exactly `env` of the settings' variables set.
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_genai-bridge"));
+    for name in VARIABLES {
+        command.env_remove(name);
+    }
+    command
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running genai-bridge")
+}
+
+fn json_of(args: &[&str], env: &[(&str, &str)]) -> Value {
+    let output = run_with(args, env);
+    assert!(
+        output.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON")
+}
+
+#[test]
+fn route_reports_every_setting_defaults_included() {
+    let dir = fixture("qwen2-fp32-cpu");
+    let out = json_of(&["route", &dir, "--json"], &[]);
+    assert_eq!(
+        out["settings"],
+        json!({ "backend": "auto", "vram_budget": "none", "log": "0" }),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_environment_picks_the_backend_unless_the_flag_does() {
+    let dir = fixture("qwen2-fp32-cpu");
+    let env = [("GENAI_BRIDGE_BACKEND", "ort")];
+    let out = json_of(&["route", &dir, "--json"], &env);
+    assert_eq!(out["backend"], "ort", "{out}");
+    assert_eq!(out["settings"]["backend"], "ort", "{out}");
+    let out = json_of(&["route", &dir, "--backend", "native", "--json"], &env);
+    assert_eq!(out["backend"], "native", "{out}");
+    assert_eq!(out["settings"]["backend"], "native", "{out}");
+}
+
+#[test]
+fn a_malformed_setting_is_one_error_naming_the_variable() {
+    let dir = fixture("qwen2-fp32-cpu");
+    let cases = [
+        (
+            ("GENAI_BRIDGE_BACKEND", "x"),
+            "error: GENAI_BRIDGE_BACKEND=\"x\" is not one of auto, ort, native",
+        ),
+        (
+            ("GENAI_BRIDGE_VRAM_BUDGET", "lots"),
+            "error: GENAI_BRIDGE_VRAM_BUDGET=\"lots\" is not a VRAM budget: ",
+        ),
+        (
+            ("GENAI_BRIDGE_LOG", "yes"),
+            "error: GENAI_BRIDGE_LOG=\"yes\" is not one of 0, 1",
+        ),
+    ];
+    for (variable, start) in cases {
+        for args in [
+            vec!["route", dir.as_str()],
+            vec![
+                "generate",
+                dir.as_str(),
+                "--prompt-ids",
+                "1,2",
+                "--max-length",
+                "4",
+            ],
+        ] {
+            let output = run_with(&args, &[variable]);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!output.status.success(), "{args:?} {variable:?} must fail");
+            assert!(stderr.starts_with(start), "{args:?} {variable:?}: {stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn bench_reports_the_settings_in_effect() {
+    let dir = fixture("qwen2-fp32-cpu");
+    let args = [
+        "bench",
+        dir.as_str(),
+        "--backend",
+        "ort",
+        "--runs",
+        "1",
+        "--prompt-tokens",
+        "2",
+        "--decode-tokens",
+        "2",
+        "--json",
+    ];
+    let out = json_of(&args, &[("GENAI_BRIDGE_VRAM_BUDGET", "2GB")]);
+    assert_eq!(
+        out["settings"],
+        json!({
+            "backend": "ort",
+            "vram_budget": "2GB from GENAI_BRIDGE_VRAM_BUDGET",
+            "log": "0",
+        }),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_help_lists_the_settings() {
+    let output = run_with(&["--help"], &[]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{help}");
+    for name in VARIABLES {
+        assert!(help.contains(name), "{name} not in: {help}");
+    }
+    assert!(help.contains("`settings` object"), "{help}");
+}

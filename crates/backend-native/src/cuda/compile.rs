@@ -36,12 +36,7 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "norm",
         code: include_str!("../../../../kernels/norm.cu"),
-        symbols: &[
-            "skip_norm_f32",
-            "skip_norm_split_f32",
-            "skip_norm_half_f32",
-            "skip_norm_fixed_f32",
-        ],
+        symbols: &["skip_norm_f32", "skip_norm_half_f32"],
     },
     Source {
         family: "rotary",
@@ -96,9 +91,6 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_pipe_f32",
             "gemv_decode_pipe_f16",
             "gemv_decode_pipe_bf16",
-            "gemv_staged_decode_f32",
-            "gemv_staged_decode_f16",
-            "gemv_staged_decode_bf16",
         ],
     },
     Source {
@@ -111,25 +103,9 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
-        family: "mlp_fused",
-        code: include_str!("../../../../kernels/mlp_fused.cu"),
-        symbols: &[
-            "mlp_fused_f16",
-            "mlp_fused_bf16",
-            "mlp_walk_f16",
-            "mlp_walk_bf16",
-        ],
-    },
-    Source {
         family: "int4",
         code: include_str!("../../../../kernels/int4.cu"),
-        symbols: &[
-            "gemv_int4_f32",
-            "gemv_staged_decode_int4_f32",
-            "quantize_blocks_f32",
-            "gemv_int4_i8",
-            "gemv_staged_decode_int4_i8",
-        ],
+        symbols: &["gemv_int4_f32", "quantize_blocks_f32", "gemv_int4_i8"],
     },
     Source {
         family: "int4_decode",
@@ -144,10 +120,6 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_int4_mma_s16",
             "gemv_decode_int4_mma_wide",
             "gemv_decode_int4_mma_s16_wide",
-            "gemv_decode_int4_mma_split",
-            "gemv_decode_int4_mma_s16_split",
-            "gemv_decode_int4_mma_wide_split",
-            "gemv_decode_int4_mma_s16_wide_split",
         ],
     },
     Source {
@@ -223,7 +195,7 @@ pub fn full_source(source: &Source) -> String {
 
 /// Environment variable: extra preprocessor definitions for every kernel family, as
 /// `NAME=VALUE` words separated by commas or spaces (for tuning experiments, e.g.
-/// `DEC_MIN_BLOCKS=10`). A word that is not a C identifier, `=` and a plain alphanumeric value
+/// `W_EVICT=0`). A word that is not a C identifier, `=` and a plain alphanumeric value
 /// fails every compile (and so the kernels' load) with the words named, so a typo never runs
 /// the default kernels under a tuning run's name. They enter the cache key like every option.
 pub const DEFINES_ENV: &str = "GENAI_BRIDGE_NVRTC_DEFINES";

@@ -216,7 +216,6 @@ impl CudaDecoder {
         let head_sizes: Vec<usize> = dev_model.layers.iter().map(|l| l.head_size).collect();
         reasons.push(kernels.prompt.describe(kv, dev_model.act, &head_sizes));
         reasons.push(kernels.describe_one_row());
-        reasons.push(crate::cuda::state::describe_mlp(&kernels, &dev_model));
         reasons.extend(residency.reason.clone());
         let info = BackendInfo {
             backend: "native".into(),

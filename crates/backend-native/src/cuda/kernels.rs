@@ -16,7 +16,6 @@ mod decode;
 mod int4;
 mod int4_mma;
 mod kv;
-mod mlp;
 mod one_row;
 mod prompt;
 mod rows;
@@ -24,11 +23,8 @@ mod shared;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use int4::Int4Fp32;
-pub(crate) use int4_mma::{int4_mma_form, split_bytes};
+pub(crate) use int4_mma::int4_mma_form;
 pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
-pub(crate) use mlp::{
-    ACC_WORDS, FusedMlp, MLP_FUSED_ENV, MlpForm, WALK_SPAN, fused_entry, walk_shape_fits,
-};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use prompt::{PromptAttention, PromptKernel, mma_spans};
@@ -74,8 +70,6 @@ pub(crate) struct Kernels {
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
-    /// Whether the one-row MLP may run as one launch here (`GENAI_BRIDGE_MLP_FUSED`).
-    pub mlp: mlp::MlpFused,
 }
 
 /// Set to `0` to launch every kernel only after the one before it has completed.
@@ -189,20 +183,11 @@ impl Kernels {
         let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
         let named = DecodeGemv::from_env();
         let decode_gemv = named.unwrap_or(DecodeGemv::Shared);
-        // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
-        // at load).
-        let resident = match decode_gemv {
-            DecodeGemv::Waves
-            | DecodeGemv::Pipe
-            | DecodeGemv::OneWave
-            | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
-            _ => HashMap::new(),
-        };
+        // Every rule plans with the resident block counts (occupancy queries at load).
+        let resident = waves::resident_blocks(&device.ctx, &functions);
         let (row_plans, row_plans_ignored) = one_row::row_plans_from_env();
         let sms = waves::multiprocessors(&device.ctx);
         let shared_max = shared::prepare(&device.ctx, &functions);
-        let mlp = mlp::MlpFused::probe(&device.ctx, device.major, &functions);
         Ok(Kernels {
             functions,
             compiled,
@@ -220,7 +205,6 @@ impl Kernels {
             shared_max,
             shared_per_sm: Default::default(),
             int4_mma,
-            mlp,
         })
     }
 
@@ -234,16 +218,6 @@ impl Kernels {
             what: "kernel lookup",
             message: format!("{name} is not loaded"),
         })
-    }
-}
-
-/// The one-row (decode) entry of a dense linear kernel.
-fn staged_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_staged_decode_f32",
-        "gemv_f16" => "gemv_staged_decode_f16",
-        "gemv_bf16" => "gemv_staged_decode_bf16",
-        other => other,
     }
 }
 
@@ -514,15 +488,13 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
+        if s.m == 1 {
             // gemv_one_row checks the shape itself.
             let plan = self.k.one_row_plan(kind, &s);
             return self.gemv_one_row(kind, w, x, bias, y, s, act, plan);
         }
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let f = self
-            .k
-            .get(if s.m == 1 { staged_kernel(kind) } else { kind })?;
+        let f = self.k.get(kind)?;
         let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
             self,

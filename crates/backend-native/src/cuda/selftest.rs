@@ -1,8 +1,7 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
-//! argmax, the device token choice against the host's (`sampling.rs`), and the norm's output
-//! split for the int4 tensor-core GEMV (`split.rs`, bitwise). Run by
+//! argmax and the device token choice against the host's (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -25,9 +24,7 @@ mod gemm_int4;
 mod halves;
 mod int4;
 mod linear;
-mod mlp;
 mod sampling;
-mod split;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -132,9 +129,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     for case in int4::cases() {
         checks.push(int4::check(&ctx, &mut rng, case)?);
     }
-    checks.extend(split::checks(&ctx, &mut rng)?);
     checks.extend(halves::norm_checks(&ctx, &mut rng)?);
-    checks.extend(mlp::checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for case in prompt_cases() {
         checks.extend(attention(&ctx, &mut rng, case)?);

@@ -3,22 +3,18 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-mod mlp;
-
 use crate::cuda::blas::{
     Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half, dequant_values,
 };
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
-    ACC_WORDS, DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention, split_bytes,
+    DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention,
 };
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
 use cudarc::driver::CudaStream;
-pub(crate) use mlp::describe_mlp;
-use mlp::fused_mlp;
 use std::sync::Arc;
 
 /// Most tokens one forward pass takes; longer prompts run in chunks.
@@ -41,14 +37,8 @@ pub(crate) struct Buffers {
     part: DevBuf<f32>,
     /// Attention tickets `[CHUNK, heads]`, zero between launches.
     counts: DevBuf<i32>,
-    /// One normed row split into f16 halves for the tensor-core int4 GEMVs after the norm
-    /// (`QuantScratch::x_split`).
-    x_split: DevBuf<u8>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
-    /// The fused MLP's fixed-point sums (`ACC_WORDS` words a hidden value), zero between
-    /// launches (the norm reading them clears them).
-    acc: DevBuf<u64>,
     qa: DevBuf<i8>,
     sa: DevBuf<f32>,
     pub logits: DevBuf<f32>,
@@ -121,8 +111,7 @@ impl Sizes {
             + model.hidden
             + 13;
         let kv = 2 * self.kv.iter().sum::<usize>() * self.kv_kind.bytes();
-        let acc = 8 * ACC_WORDS * model.hidden;
-        4 * f32s + acc + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
+        4 * f32s + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
 }
 
@@ -244,10 +233,8 @@ impl Buffers {
             attn: z(sizes.attn)?,
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
-            x_split: DevBuf::zeros(stream, split_bytes(model.hidden))?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
-            acc: DevBuf::zeros(stream, ACC_WORDS * model.hidden)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
             sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
@@ -272,15 +259,8 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let scratch = XForms {
         qa: b.qa.ptr,
         sa: b.sa.ptr,
-        x_split: 0,
         halves: Halves::default(),
     };
-    // In a one-row step whose norms feed tensor-core int4 GEMVs, the norms may also write
-    // their output split for them (the same bits; `GENAI_BRIDGE_INT4_SPLIT_X`).
-    let split = m == 1 && ops.k.int4_mma.split_x && norms_feed_split_readers(ops, model);
-    let x_split = if split { b.x_split.ptr } else { 0 };
-    // What the linears right after a norm read (qkv, the MLP's first, the lm_head).
-    let normed = XForms { x_split, ..scratch };
     // Where the kernel writing the hidden rows for `consumers` also writes them rounded to 16
     // bits, so that their GEMMs skip the cast (prompt passes through cuBLAS only).
     let hidden_half = |consumers: &[(DevLinear, usize)]| {
@@ -302,15 +282,10 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let residual_norm = |n: &DevNorm, delta: DevPtr, half: Option<HalfCopy>| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
-        if x_split != 0 {
-            let (x, out) = ((b.x.ptr, delta), b.normed.ptr);
-            ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act)?;
-            return Ok(normed);
-        }
         let norm = (n.eps, n.rms, true, act);
         ops.skip_norm_half(b.x.ptr, delta, (w, bias), b.normed.ptr, rows, norm, half)?;
         let halves = Halves { x: half, y: None };
-        Ok::<_, Error>(XForms { halves, ..normed })
+        Ok::<_, Error>(XForms { halves, ..scratch })
     };
     // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
     let linear_then_norm = |p: &DevLinear, input: Input, act_p, n: &DevNorm, half| {
@@ -352,28 +327,15 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         let half = next.and_then(|l| hidden_half(&l.qkv.parts));
-        let fused = (m == 1 && x_split == 0 && half.is_none())
-            .then(|| fused_mlp(ops.k, layer, hidden))
-            .flatten();
-        if let Some(p) = fused {
-            // One launch for the MLP, its sums read back (and cleared) by the norm.
-            ops.mlp_fused(&p, b.normed.ptr, b.acc.ptr)?;
-            let (w, bias) = (norm.weight.ptr, norm.bias_ptr());
-            let out = b.normed.ptr;
-            let eps_rms = (norm.eps, norm.rms);
-            ops.skip_norm_fixed((b.x.ptr, b.acc.ptr), (w, bias), out, hidden, eps_rms, act)?;
-            forms = normed;
-        } else {
-            let h = mlp_block(ops, layer, b, m, forms)?;
-            // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-            forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
-        }
+        let h = mlp_block(ops, layer, b, m, forms)?;
+        // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
+        forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
-        .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
+        .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
         .map(|_| ())
 }
 
@@ -383,16 +345,6 @@ struct Input {
     x: DevPtr,
     width: usize,
     half: Option<HalfCopy>,
-}
-
-/// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
-/// tensor-core int4 kernel, which can read the norm's output split.
-fn norms_feed_split_readers(ops: &Ops<'_>, model: &DevModel) -> bool {
-    let mut readers = model
-        .layers
-        .iter()
-        .flat_map(|l| l.qkv.parts.iter().chain(&l.mlp.parts));
-    model.lm_head.reads_split_x(ops) || readers.any(|(p, _)| p.reads_split_x(ops))
 }
 
 #[allow(clippy::too_many_arguments)]

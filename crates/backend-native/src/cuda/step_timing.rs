@@ -13,12 +13,10 @@ use crate::error::Error;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, sys};
 use std::sync::Arc;
 
-mod atomics;
 mod stream;
 mod trace;
 mod ways;
 
-pub use atomics::{AtomicTiming, time_atomics};
 pub use trace::{TraceRow, TraceSummary};
 pub use ways::time_steps;
 
@@ -29,13 +27,7 @@ pub const STEP_PROTO: Source = Source {
         include_str!("../../benches/step_proto.cu"),
         include_str!("../../benches/step_stream.cu")
     ),
-    symbols: &[
-        "step_phase",
-        "step_persistent",
-        "step_stream",
-        "fill_f16",
-        "atomic_fixed_bench",
-    ],
+    symbols: &["step_phase", "step_persistent", "step_stream", "fill_f16"],
 };
 
 /// Threads and warps of a prototype block, and columns per warp item (`SP_*`).

@@ -10,10 +10,9 @@ use super::{
 use cudarc::driver::CudaFunction;
 use std::collections::HashMap;
 
-/// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
-/// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
-/// layers' dense linears can all run on the shared entry, [`Kernels::fit_gemv_rule`]): an A/B
-/// switch for measurements.
+/// `pipe`, `shared` or `shared-walk` (see [`DecodeGemv`]; unset: `Shared`, widened to
+/// `SharedWalk` for a model whose layers' dense linears can all run on the shared entry,
+/// [`Kernels::fit_gemv_rule`]): an A/B switch for measurements.
 const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
 
 /// `NxK=ENTRY:SPLIT` pairs, comma-separated (ENTRY `walk`, `pipe` or `shared`; SPLIT 1, 2 or
@@ -56,21 +55,12 @@ pub(super) fn row_plans_from_env() -> (HashMap<(usize, usize), OneRow>, Vec<Stri
 /// The one-row linear layers' kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DecodeGemv {
-    /// `gemv_decode_*`, split per [`LinearShape::decode_split`].
-    Split,
-    /// The multi-row bodies with activations staged in shared memory (dense and int4).
-    Staged,
-    /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`; H200,
-    /// same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal against `Split`).
-    Waves,
-    /// As `Waves`, but rows that split would leave a warp [`PIPE_ROUNDS`] or more load rounds
-    /// go to the pipelined `gemv_decode_pipe_*` at its own split (H200, same runs:
-    /// Llama-3-8B fp16 206-208 → 231 tok/s, Qwen2.5-1.5B +2.5%; CUDA_NOTES round 10).
+    /// `gemv_decode_*` with the wave-aware split (`kernels/waves.rs`), but rows that split
+    /// would leave a warp [`PIPE_ROUNDS`] or more load rounds go to the pipelined
+    /// `gemv_decode_pipe_*` at its own split (H200, same runs: Llama-3-8B fp16 206-208 → 231
+    /// tok/s, Qwen2.5-1.5B +2.5% against the wave-aware split alone; CUDA_NOTES round 10). The
+    /// default before round 18.
     Pipe,
-    /// As `Pipe`, and rows whose walk takes two or more waves go to the pipelined kernel where
-    /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
-    /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
-    OneWave,
     /// As `Pipe`, and launches the rule gives the walk kernel that it cannot have wholly in
     /// flight before its wait (two or more load rounds a warp, or more blocks than the device
     /// holds at once) take `gemv_decode_shared_*` at the same split where all their blocks are
@@ -85,10 +75,6 @@ impl DecodeGemv {
     /// The rule [`DECODE_GEMV_ENV`] names, or `None` when it names none (the default).
     pub(super) fn from_env() -> Option<DecodeGemv> {
         match std::env::var(DECODE_GEMV_ENV).as_deref() {
-            Ok("staged") => Some(DecodeGemv::Staged),
-            Ok("split") => Some(DecodeGemv::Split),
-            Ok("waves") => Some(DecodeGemv::Waves),
-            Ok("onewave") => Some(DecodeGemv::OneWave),
             Ok("pipe") => Some(DecodeGemv::Pipe),
             Ok("shared") => Some(DecodeGemv::Shared),
             Ok("shared-walk") => Some(DecodeGemv::SharedWalk),
@@ -267,19 +253,19 @@ impl LinearShape {
 }
 
 impl Kernels {
-    /// The walk or pipelined plan `rule` gives a one-row dense launch of `kind` over `s`
-    /// before any shared entry, and the walk kernel's resident block count.
-    fn base_plan(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
+    /// The walk or pipelined plan of a one-row dense launch of `kind` over `s` before any
+    /// shared entry, and the walk kernel's resident block count.
+    fn base_plan(&self, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
         let resident = |name| self.resident.get(name).copied().unwrap_or(0);
         let walk = resident(decode_kernel(kind));
-        let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)));
+        let plan = s.one_row_plan(walk, resident(decode_pipe_kernel(kind)));
         (plan, walk)
     }
 
     /// The plan `rule` gives a one-row dense launch of `kind` over `s`, and the walk kernel's
     /// resident block count.
     fn plan_under(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
-        let (plan, walk) = self.base_plan(rule, kind, s);
+        let (plan, walk) = self.base_plan(kind, s);
         if let Some(&named) = self.row_plans.get(&(s.n, s.k)) {
             return (named, walk);
         }

@@ -10,6 +10,7 @@
 //! is the reference for `same_bits`. A traced variant also prints a line per phase of the layer
 //! (`"trace":true`): where the layer's time went.
 
+use genai_backend_native::NativeTuning;
 use genai_backend_native::cuda::step_timing::{StepTiming, TraceRow, time_steps};
 use std::process::ExitCode;
 
@@ -72,7 +73,15 @@ fn main() -> ExitCode {
             }
         }
     };
-    match time_steps(0, &models, &variants, reps, &mut print) {
+    // A lab tool: the prototype's knobs come from this process's GENAI_BRIDGE_NVRTC_DEFINES.
+    let defines = match NativeTuning::from_lookup(&|name| std::env::var(name).ok()) {
+        Ok(t) => t.cuda.nvrtc_defines,
+        Err(e) => {
+            eprintln!("cuda_step: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match time_steps(0, &models, &variants, reps, &defines, &mut print) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cuda_step failed: {e}");

@@ -3,6 +3,7 @@
 //! decoder and, on request, verifies the native decoder against ONNX Runtime before using it.
 //! Shared by the CLI and the C ABI.
 
+mod settings_native;
 mod verify;
 
 pub use genai_backend_native::paging::VramBudget;
@@ -187,6 +188,7 @@ fn open_native_cuda(
     let options = genai_backend_native::CudaOptions {
         vram_budget: budget,
         planned_length: Some(planned_length),
+        tuning: settings_native::native_tuning()?.cuda,
         ..genai_backend_native::CudaOptions::default()
     };
     Ok(Box::new(genai_backend_native::CudaDecoder::load(
@@ -313,6 +315,7 @@ pub fn open(config: &Config, options: &OpenOptions) -> Result<Opened, Error> {
                 plan,
                 &CpuOptions {
                     threads: options.threads,
+                    tuning: settings_native::native_tuning()?.cpu,
                 },
             );
             let native = match loaded {

@@ -173,19 +173,19 @@ const LAUNCH_FLOOR: usize = 256;
 /// Times each case on device `ordinal`. fp16: once per entry of `splits` (None: the decode
 /// rule's kernel and split; 1, 2 and 4 run with both one-row kernels; other values are
 /// skipped); int4: the rule's kernel and split only. `reps` timed replays each. `copies`:
-/// the weight copies the launches cycle through (None: enough to defeat the L2).
+/// the weight copies the launches cycle through (None: enough to defeat the L2). The kernels
+/// load under `tuning` (its NVRTC definitions, rules and kernel cache).
 pub fn time_gemvs(
     ordinal: usize,
     cases: &[GemvCase],
     weights: BenchWeights,
-    splits: &[Option<usize>],
-    reps: usize,
-    copies: Option<usize>,
+    (splits, reps, copies): (&[Option<usize>], usize, Option<usize>),
+    tuning: &crate::settings::CudaTuning,
 ) -> Result<Vec<GemvTiming>, Error> {
     use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
     let device = Device::open(ordinal)?;
     let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
-    let kernels = Kernels::load(&device)?;
+    let kernels = Kernels::load(&device, tuning)?;
     let l2 = device
         .ctx
         .attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)

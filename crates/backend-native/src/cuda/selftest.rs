@@ -13,6 +13,7 @@ use crate::cuda::kernels::{
 };
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
 use halves::host_half;
 use std::sync::Arc;
@@ -110,15 +111,16 @@ impl Ctx {
     }
 }
 
-/// Runs every check on device `ordinal`.
-pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
+/// Runs every check on device `ordinal`, the kernels loaded under `tuning` (their rules and
+/// definitions; `CudaTuning::default()` for what ships).
+pub fn run(ordinal: usize, tuning: &CudaTuning) -> Result<Vec<Check>, Error> {
     let device = Device::open(ordinal)?;
     let ctx = Ctx {
         stream: device.ctx.new_stream().map_err(|e| Error::Cuda {
             what: "stream",
             message: format!("{e:?}"),
         })?,
-        kernels: Kernels::load(&device)?,
+        kernels: Kernels::load(&device, tuning)?,
         pool: ThreadPool::new(2)?,
     };
     let mut checks = Vec::new();

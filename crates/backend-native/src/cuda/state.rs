@@ -3,9 +3,7 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::blas::{
-    Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half, dequant_values,
-};
+use crate::cuda::blas::{Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half};
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
     DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention,
@@ -14,6 +12,7 @@ use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
@@ -68,7 +67,7 @@ struct Sizes {
 }
 
 impl Sizes {
-    fn of(model: &DevModel, capacity: usize, gemm: bool) -> Sizes {
+    fn of(model: &DevModel, capacity: usize, gemm: bool, tuning: &CudaTuning) -> Sizes {
         let layers = &model.layers;
         let max = |f: &dyn Fn(&DevLayer) -> usize| layers.iter().map(f).max().unwrap_or(0);
         let mut quant = model.lm_head.quant_scratch();
@@ -90,9 +89,11 @@ impl Sizes {
                 .iter()
                 .map(|l| l.kv_heads * capacity * l.head_size)
                 .collect(),
-            kv_kind: KvKind::chosen(model.act),
+            kv_kind: KvKind::chosen(model.act, tuning.kv_f32),
             // No layer a GEMM can run (CompInt8 int4 weights only): no handle either.
-            gemm: gemm.then(|| gemm_scratch(model)).filter(|g| g.out > 0),
+            gemm: gemm
+                .then(|| gemm_scratch(model, tuning.dequant_values))
+                .filter(|g| g.out > 0),
         }
     }
 
@@ -116,8 +117,8 @@ impl Sizes {
 }
 
 /// The GEMM scratch for the layers' dense and CompFp32 int4 linears (the lm_head runs on one
-/// row: a GEMV).
-fn gemm_scratch(model: &DevModel) -> GemmScratch {
+/// row: a GEMV), int4 layers dequantised `dequant_values` values at a time.
+fn gemm_scratch(model: &DevModel, dequant_values: usize) -> GemmScratch {
     let linears = || model.layers.iter().flat_map(DevLayer::linears);
     let dense = linears().filter_map(|p| match p.form {
         Form::Dense { kernel } => GemmType::of(kernel).map(|t| (t, p.k, p.n)),
@@ -131,7 +132,7 @@ fn gemm_scratch(model: &DevModel) -> GemmScratch {
         } => Some((prompt, p.k, p.n)),
         _ => None,
     });
-    GemmScratch::of(dense, int4)
+    GemmScratch::of(dense, int4, dequant_values)
 }
 
 /// An upper bound of [`Buffers::bytes`] from the plan alone, before the model is read: every
@@ -141,7 +142,11 @@ fn gemm_scratch(model: &DevModel) -> GemmScratch {
 /// layers an f32 dequantisation slice). Used only to decide whether the model may not fit
 /// (an overestimate costs host memory during load, never a wrong placement: the residency
 /// planner then sizes everything exactly).
-pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity: usize) -> u64 {
+pub(crate) fn estimated_state_bytes(
+    plan: &genai_frontend::DecoderPlan,
+    capacity: usize,
+    tuning: &CudaTuning,
+) -> u64 {
     let d = plan.dims;
     let linears = plan.linears();
     let widest_out = linears.iter().map(|l| l.n).max().unwrap_or(0);
@@ -152,7 +157,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
         + d.heads * (d.head_size + 3) * splits
         + 2 * widest_in;
     // In the activations' precision (`KvKind`), as the cache is allocated: at most 4 bytes.
-    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity * kv_bytes_of(plan);
+    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity * kv_bytes_of(plan, tuning);
     let gemm = GemmScratch {
         cast: CHUNK * widest_in,
         out: CHUNK * widest_out,
@@ -161,7 +166,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             .iter()
             .any(|l| matches!(l.weight, genai_frontend::Weight::Int4(_)))
         {
-            4 * dequant_values().max(widest_in)
+            4 * tuning.dequant_values.max(widest_in)
         } else {
             0
         },
@@ -170,8 +175,8 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
 }
 
 /// Bytes of one KV cache element for a plan: the kind its activations' precision takes.
-fn kv_bytes_of(plan: &genai_frontend::DecoderPlan) -> usize {
-    KvKind::chosen(crate::cuda::model::act_of(plan)).bytes()
+fn kv_bytes_of(plan: &genai_frontend::DecoderPlan, tuning: &CudaTuning) -> usize {
+    KvKind::chosen(crate::cuda::model::act_of(plan), tuning.kv_f32).bytes()
 }
 
 impl Buffers {
@@ -188,9 +193,10 @@ impl Buffers {
     }
 
     /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace;
-    /// with `gemm`, the prompt GEMMs' workspace and scratch).
-    pub fn bytes(model: &DevModel, capacity: usize, gemm: bool) -> usize {
-        Sizes::of(model, capacity, gemm).bytes(model)
+    /// with `gemm`, the prompt GEMMs' workspace and scratch), under `tuning` (the cache's kind,
+    /// the dequantised slices' width).
+    pub fn bytes(model: &DevModel, capacity: usize, gemm: bool, tuning: &CudaTuning) -> usize {
+        Sizes::of(model, capacity, gemm, tuning).bytes(model)
     }
 
     pub fn new(
@@ -198,8 +204,9 @@ impl Buffers {
         model: &DevModel,
         capacity: usize,
         gemm: bool,
+        tuning: &CudaTuning,
     ) -> Result<Self, Error> {
-        let sizes = Sizes::of(model, capacity, gemm);
+        let sizes = Sizes::of(model, capacity, gemm, tuning);
         let total = sizes.bytes(model);
         if let Ok((free, _)) = stream.context().mem_get_info()
             && total > free

@@ -10,6 +10,7 @@ use crate::cuda::gemv_timing::{model_cases, time_graph};
 use crate::cuda::kernels::{launch_error as cuda, launch_raw, launch_with, opt_in_shared, param};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
+use crate::settings::NvrtcDefine;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, sys};
 use std::sync::Arc;
 
@@ -181,9 +182,10 @@ struct Proto {
     sms: usize,
 }
 
-fn load(device: &Device) -> Result<Proto, Error> {
+/// The prototype compiled with `defines` (its `SP_*` / `SS_*` knobs) and loaded.
+fn load(device: &Device, defines: &[NvrtcDefine]) -> Result<Proto, Error> {
     use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-    let cubin = compile::compile(&STEP_PROTO, &device.arch)?;
+    let cubin = compile::compile(&STEP_PROTO, &device.arch, defines)?;
     let module = device
         .ctx
         .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))

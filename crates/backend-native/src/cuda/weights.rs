@@ -45,9 +45,10 @@ pub(crate) struct XForms {
 }
 
 impl DevLinear {
-    /// A prepared layer, not placed yet.
-    pub fn prepare(h: HostLinear) -> Self {
-        Self::from_image(h.into_image())
+    /// A prepared layer, not placed yet, keeping f16 scales where `half_scales` and the layer
+    /// suit them (`CudaTuning::int4_half_scales`).
+    pub fn prepare(h: HostLinear, half_scales: bool) -> Self {
+        Self::from_image(h.into_image_with(half_scales))
     }
 
     /// A layer of this image, not placed yet.
@@ -69,9 +70,9 @@ impl DevLinear {
         }
     }
 
-    /// Reads and prepares the plan's layer.
-    pub fn read(model: &OnnxModel, plan: &Linear) -> Result<Self, Error> {
-        Ok(Self::prepare(HostLinear::load(model, plan)?))
+    /// Reads and prepares the plan's layer ([`DevLinear::prepare`]).
+    pub fn read(model: &OnnxModel, plan: &Linear, half_scales: bool) -> Result<Self, Error> {
+        Ok(Self::prepare(HostLinear::load(model, plan)?, half_scales))
     }
 
     /// Copies a pending image to device memory (no-op once placed).

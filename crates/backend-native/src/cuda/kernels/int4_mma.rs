@@ -16,11 +16,6 @@ const ROUND: usize = 4;
 /// Values of a row one warp covers with one chunk per lane: four chunks of 32.
 const QUAD: usize = 128;
 
-/// Set to `0` to run one-row CompFp32 int4 layers through `gemv_decode_int4_f32` even where
-/// the tensor-core kernel could (an A/B switch; the results differ in rounding only); `deep` or
-/// `wide` to run every tensor-core launch on those entries (A/B switches: the same bits).
-pub const INT4_MMA_ENV: &str = "GENAI_BRIDGE_INT4_MMA";
-
 /// The tensor-core kernel's entries that stage x: (f32 scales, f16 scales) × (deep, wide).
 const DEEP: [&str; 2] = ["gemv_decode_int4_mma", "gemv_decode_int4_mma_s16"];
 const WIDE: [&str; 2] = ["gemv_decode_int4_mma_wide", "gemv_decode_int4_mma_s16_wide"];
@@ -50,17 +45,21 @@ pub(crate) struct Int4Mma {
 
 impl Int4Mma {
     /// Opts every entry into the device's shared memory and counts the deep entries' resident
-    /// blocks.
+    /// blocks; `choice` (`CudaTuning::int4_mma`, an A/B switch) may turn the kernel off (the
+    /// scalar kernel then runs: the results differ in rounding only) or force its entries (the
+    /// same bits).
     pub(super) fn probe(
         ctx: &CudaContext,
         major: i32,
         functions: &HashMap<&'static str, CudaFunction>,
+        choice: crate::settings::Int4Mma,
     ) -> Self {
-        let rounds = match std::env::var(INT4_MMA_ENV).as_deref() {
-            Ok("0") => return Self::default(),
-            Ok("deep") => Rounds::Deep,
-            Ok("wide") => Rounds::Wide,
-            _ => Rounds::Auto,
+        use crate::settings::Int4Mma as Choice;
+        let rounds = match choice {
+            Choice::Off => return Self::default(),
+            Choice::Deep => Rounds::Deep,
+            Choice::Wide => Rounds::Wide,
+            Choice::Auto => Rounds::Auto,
         };
         if major < 8 || ctx.bind_to_thread().is_err() {
             return Self::default();

@@ -131,26 +131,15 @@ extern "C" __global__ void __launch_bounds__(256)
 // row or x is not 16-byte aligned), so the bits depend on (k, n) and the values only.
 
 // DEC_WARPS, DEC_COLS, load_stream16 and the epilogue (decode_reduce_store): prelude.cuh.
-// DEC_BOUNDS: the one-row kernels' launch bounds; a tuning run may define DEC_MIN_BLOCKS
-// (GENAI_BRIDGE_NVRTC_DEFINES) to make the compiler leave room for that many blocks per SM.
-// None of 64, 80 or 48 registers (8, 1, 10) beat 68 on the H200 without the L2 policy
-// (CUDA_NOTES, round 9); with it (W_EVICT, the default) the walk takes 64 (8 blocks an SM). The
-// wave-aware split follows the resident blocks, so the outputs change with them.
-// Two more tuning knobs of the gemv_decode_* entries for GENAI_BRIDGE_NVRTC_DEFINES: DEC_UNITS,
-// 16-byte loads per column per lane in a round (4), and DEC_PIPE=1, a warp's next round of loads
-// issued before the current round's arithmetic (twice the load registers). Neither changes which
-// products a lane adds in which order. (gemv_decode_pipe_*, below, is 2 and 1.)
-#ifndef DEC_UNITS
+// DEC_BOUNDS: the one-row kernels' launch bounds. None of 64, 80 or 48 registers (8, 1, 10
+// blocks an SM forced by a second bound) beat 68 on the H200 without the L2 policy (CUDA_NOTES,
+// round 9); with it (W_EVICT, the default) the walk takes 64 (8 blocks an SM). The wave-aware
+// split follows the resident blocks, so the outputs change with them.
+// DEC_UNITS: 16-byte loads per column per lane in a round. 2 or 8, or the next round's loads
+// issued before the current round's arithmetic, lost alone (round 10); the pipelined entries
+// below are 2 units with the next round in flight.
 #define DEC_UNITS 4
-#endif
-#ifndef DEC_PIPE
-#define DEC_PIPE 0
-#endif
-#ifdef DEC_MIN_BLOCKS
-#define DEC_BOUNDS __launch_bounds__(128, DEC_MIN_BLOCKS)
-#else
 #define DEC_BOUNDS __launch_bounds__(128)
-#endif
 
 // One iteration's loads: L units (stride apart from u0) of each valid column.
 template <typename W, int L, int H, int ENTRY>
@@ -229,43 +218,19 @@ __device__ __forceinline__ void gemv_decode_body(const W* __restrict__ w,
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f32(const float* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<float, 0, DEC_UNITS, DEC_PIPE != 0, W_WALK>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<float, 0, DEC_UNITS, false, W_WALK>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_f16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 1, DEC_UNITS, DEC_PIPE != 0, W_WALK>(w, x, bias, y, n, k, split, glu, act);
+    gemv_decode_body<u16, 1, DEC_UNITS, false, W_WALK>(w, x, bias, y, n, k, split, glu, act);
 }
 
 extern "C" __global__ void DEC_BOUNDS
     gemv_decode_bf16(const u16* w, const float* x, const float* bias, float* y, int n, int k,
         int split, int glu, int act) {
-    gemv_decode_body<u16, 2, DEC_UNITS, DEC_PIPE != 0, W_WALK>(w, x, bias, y, n, k, split, glu, act);
-}
-
-// One row through the multi-row body (x staged in shared memory, 8 warps per block).
-extern "C" __global__ void __launch_bounds__(256, 4)
-    gemv_staged_decode_f32(const float* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-        int k, int m, int split, int glu, int act) {
-    pdl_enter();
-    gemv_body<float, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
-}
-
-// One row through the multi-row body (x staged in shared memory, 8 warps per block).
-extern "C" __global__ void __launch_bounds__(256, 4)
-    gemv_staged_decode_f16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-        int k, int m, int split, int glu, int act) {
-    pdl_enter();
-    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, false);
-}
-
-// One row through the multi-row body (x staged in shared memory, 8 warps per block).
-extern "C" __global__ void __launch_bounds__(256, 4)
-    gemv_staged_decode_bf16(const u16* w, const float* x, int ldx, const float* bias, float* y, int ldy, int n,
-        int k, int m, int split, int glu, int act) {
-    pdl_enter();
-    gemv_body<u16, 1>(w, x, ldx, bias, y, ldy, n, k, m, split, glu, act, true);
+    gemv_decode_body<u16, 2, DEC_UNITS, false, W_WALK>(w, x, bias, y, n, k, split, glu, act);
 }
 
 // The pipelined one-row entries for long rows (a warp would walk three or more rounds at the

@@ -13,9 +13,7 @@
 // way MLAS does (amax, scale = amax / 127, inv = 127 / amax, round half to even, zeros past K),
 // then per block d = sum qa * (q - zp) in integers and acc = fma(d, scale_w * scale_a, acc).
 //
-// One-row layers (decode steps) run the kernels of int4_decode.cu; the gemv_staged_decode_*
-// entries below run one row through these bodies (x staged, 8 warps per block), kept for an
-// A/B under GENAI_BRIDGE_DECODE_GEMV=staged.
+// One-row layers (decode steps) run the kernels of int4_decode.cu.
 
 
 #define INT4_LOADS 2
@@ -144,17 +142,6 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_f32(const u8* __rest
                                          int act) {
     pdl_enter();
     int4_f32_body<GEMV_ROWS>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 4) gemv_staged_decode_int4_f32(const u8* __restrict__ packed,
-                                         const float* __restrict__ scales,
-                                         const float* __restrict__ zp,  // null: 8
-                                         const float* __restrict__ x, int ldx,
-                                         const float* __restrict__ bias, float* __restrict__ y,
-                                         int ldy, int n, int k, int m, int bs, int split, int glu,
-                                         int act) {
-    pdl_enter();
-    int4_f32_body<1>(packed, scales, zp, x, ldx, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
 // One warp per (block, row): qa `[m, nb * bs]`, sa `[m, nb]`.
@@ -291,13 +278,3 @@ extern "C" __global__ void __launch_bounds__(256) gemv_int4_i8(const u8* __restr
     int4_i8_body<GEMV_ROWS>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) gemv_staged_decode_int4_i8(const u8* __restrict__ packed,
-                                        const float* __restrict__ scales,
-                                        const u8* __restrict__ zp,  // null: 8
-                                        const i8* __restrict__ qa, const float* __restrict__ sa,
-                                        const float* __restrict__ bias, float* __restrict__ y,
-                                        int ldy, int n, int k, int m, int bs, int split, int glu,
-                                        int act) {
-    pdl_enter();
-    int4_i8_body<1>(packed, scales, zp, qa, sa, bias, y, ldy, n, k, m, bs, split, glu, act);
-}

@@ -24,45 +24,19 @@
 // the split warps in warp order: the bits depend on (k, n, block) and the values only.
 
 #define I4M_WARPS 8
-// Blocks per SM the launch bounds leave registers for (110 registers at 2; a tuning run may
-// define 3, which spills; GENAI_BRIDGE_NVRTC_DEFINES).
-#ifndef I4M_MIN_BLOCKS
+// Blocks per SM the launch bounds leave registers for (110 registers at 2; 3 spills and lost,
+// CUDA_NOTES round 10).
 #define I4M_MIN_BLOCKS 2
-#endif
-// Chunks per row a lane loads per round (two rows: 128 bytes of weights in flight per lane).
-// Tuning knobs for GENAI_BRIDGE_NVRTC_DEFINES: I4M_ROUND, and I4M_PIPE=1, a warp's next round
-// of loads issued before the current round's arithmetic (twice the load registers; try it with
-// I4M_ROUND=2). Neither changes which products a lane adds in which order: the same bits.
-#ifndef I4M_ROUND
+// Chunks per row a lane loads per round (two rows: 128 bytes of weights in flight per lane);
+// fewer chunks a round, or the next round in flight during the current one, lost (round 13).
 #define I4M_ROUND 4
-#endif
-#ifndef I4M_PIPE
-#define I4M_PIPE 0
-#endif
 // The wide entries (`_wide`) trade loads in flight per warp for warps per SM: one chunk per row
 // a round and up to 4 blocks per SM (62 registers). The host runs them where the deep launch
 // needs more than one wave (round 13: 8B gate/up 36.7 -> 26.8 us, lm_head 132 -> 105), the
 // deep ones on narrow layers (8B o 6.5 against 8.2). Same split, same products in the same
 // order: the same bits.
-#ifndef I4M_WIDE_ROUND
 #define I4M_WIDE_ROUND 1
-#endif
-#ifndef I4M_WIDE_BLOCKS
 #define I4M_WIDE_BLOCKS 4
-#endif
-// The `_split` entries read their B fragments straight from the split x in global memory
-// (0), or copy its halves into shared memory first, one barrier (I4M_SPLIT_COPY=1: round 13
-// measured the former faster on narrow launches and slower on wide ones; the copy is the
-// candidate for both). The same values either way: the same bits.
-#ifndef I4M_SPLIT_COPY
-#define I4M_SPLIT_COPY 0
-#endif
-// I4M_STAGE_VEC (1 since round 12; 0 for the scalar stage): the stage reads x as float4 (where
-// x is 16-byte aligned and k a multiple of 8): the max pass with its loads unrolled, the split
-// pass two loads a word instead of eight; the same values, so the same bits.
-#ifndef I4M_STAGE_VEC
-#define I4M_STAGE_VEC 1
-#endif
 
 __device__ __forceinline__ void i4m_mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                                         u32 b1) {
@@ -218,7 +192,7 @@ template <bool BATCH>
 __device__ __forceinline__ float i4m_stage(const float* x, int k, int words, uint4* xs) {
     __shared__ float scratch[32];
     float m = 0.0f;
-    bool vec = I4M_STAGE_VEC && ((size_t)x & 15) == 0 && (k & 7) == 0;
+    bool vec = ((size_t)x & 15) == 0 && (k & 7) == 0;
     if (BATCH && vec) return i4m_stage_batched(x, k, words, xs, scratch);
     if (vec) {
         const float4* x4 = (const float4*)x;
@@ -294,10 +268,7 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* con
     bool feeds = (g >> 1) == t;
     I4mBase sym = i4m_base(8.0f);
     for (int q0 = part; q0 < quads; q0 += R * split) {
-        I4mRound<ZP, R> next;
-        if (I4M_PIPE)
-            i4m_fetch<VEC, ZP, S, R>(row, sc, zr, q0 + R * split, split, t, chunks, bshift, next);
-        else if (q0 != part)
+        if (q0 != part)
             i4m_fetch<VEC, ZP, S, R>(row, sc, zr, q0, split, t, chunks, bshift, r);
 #pragma unroll
         for (int u = 0; u < R; u++) {
@@ -322,21 +293,17 @@ __device__ __forceinline__ void i4m_rows(const u8* const (&row)[2], const S* con
             acc[0] = fmaf(r.s[0][u], d[0] + d[1], acc[0]);
             acc[1] = fmaf(r.s[1][u], d[2] + d[3], acc[1]);
         }
-        if (I4M_PIPE) r = next;
     }
 }
 
 // The rows' sums for one alignment and zero-point case: the first round of weight loads goes
 // out before waiting for the kernel that writes x (programmatic dependent launch; see pdl_enter
-// in prelude.cuh), then x is staged and the rows walked. SPLIT: the kernel that wrote x also
-// wrote it split (`xsplit`, split_stride in prelude.cuh), and the B fragments are read from
-// there: no stage, the same values.
-template <bool VEC, bool ZP, typename S, int R, bool SPLIT>
+// in prelude.cuh), then x is staged and the rows walked.
+template <bool VEC, bool ZP, typename S, int R>
 __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* const (&sc)[2],
-                                          const float* const (&zr)[2], const float* x,
-                                          const uint4* xsplit, int k, int part, int split,
-                                          int chunks, int bshift, uint4* xs, const uint4* zero,
-                                          float (&acc)[2]) {
+                                          const float* const (&zr)[2], const float* x, int k,
+                                          int part, int split, int chunks, int bshift, uint4* xs,
+                                          const uint4* zero, float (&acc)[2]) {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int words = chunks * 4;
     pdl_trigger();
@@ -346,23 +313,6 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     // first weights leave only once the kernel before has finished (kernel_pdl.py checks).
     if (part * 4 < chunks)
         i4m_fetch<VEC, ZP, S, R>(row, sc, zr, part, split, t, chunks, bshift, r);
-    if (SPLIT) {
-        int stride = split_stride(k);
-        const uint4* xb;
-        if (I4M_SPLIT_COPY) {
-            pdl_wait();
-            for (int i = threadIdx.x; i < 2 * words; i += blockDim.x)
-                xs[i] = xsplit[i < words ? i : stride + i - words];
-            __syncthreads();  // the halves, and `zero`, are written before, read after
-            xb = xs + (g & 1) * words;
-        } else {
-            __syncthreads();  // `zero` is written before, read after (the stage's barrier)
-            pdl_wait();
-            xb = xsplit + (g & 1) * stride;
-        }
-        i4m_rows<VEC, ZP, S, R>(row, sc, zr, part, split, chunks, bshift, xb, zero, r, acc);
-        return *(const float*)(xsplit + 2 * stride);
-    }
     pdl_wait();
     // The deep entries stage with their reads batched (round 16: the 8B down projection 17.5 ->
     // 16.2 us); the wide ones, at 4 blocks per SM, keep the plain stage (batched it spilled and
@@ -373,13 +323,12 @@ __device__ __forceinline__ float i4m_body(const u8* const (&row)[2], const S* co
     return up;
 }
 
-// The whole launch for scales of type S (f32, or the model's f16 as u16 bits), R chunks per
-// row a round, and x staged here or read split (SPLIT, from `xsplit`).
-template <typename S, int R, bool SPLIT>
+// The whole launch for scales of type S (f32, or the model's f16 as u16 bits) and R chunks per
+// row a round.
+template <typename S, int R>
 __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales, const float* zp,
                                               const float* x, const float* bias, float* y, int n,
-                                              int k, int bs, int split, int glu, int act,
-                                              const uint4* xsplit) {
+                                              int k, int bs, int split, int glu, int act) {
     extern __shared__ uint4 i4m_xs[];
     __shared__ float red[I4M_WARPS][16];
     __shared__ uint4 zero[4];
@@ -404,17 +353,17 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
     float acc[2] = {0.0f, 0.0f}, up;
     bool vec = ((size_t)packed & 15) == 0;
     if (vec && zp)
-        up = i4m_body<true, true, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
-                                               bshift, i4m_xs, zero, acc);
+        up = i4m_body<true, true, S, R>(row, sc, zr, x, k, part, split, chunks, bshift,
+                                        i4m_xs, zero, acc);
     else if (vec)
-        up = i4m_body<true, false, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
-                                                bshift, i4m_xs, zero, acc);
+        up = i4m_body<true, false, S, R>(row, sc, zr, x, k, part, split, chunks, bshift,
+                                        i4m_xs, zero, acc);
     else if (zp)
-        up = i4m_body<false, true, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
-                                                bshift, i4m_xs, zero, acc);
+        up = i4m_body<false, true, S, R>(row, sc, zr, x, k, part, split, chunks, bshift,
+                                        i4m_xs, zero, acc);
     else
-        up = i4m_body<false, false, S, R, SPLIT>(row, sc, zr, x, xsplit, k, part, split, chunks,
-                                                 bshift, i4m_xs, zero, acc);
+        up = i4m_body<false, false, S, R>(row, sc, zr, x, k, part, split, chunks, bshift,
+                                        i4m_xs, zero, acc);
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         acc[j] += __shfl_xor_sync(FULL_MASK, acc[j], 1);
@@ -447,68 +396,31 @@ __device__ __forceinline__ void i4m_main_body(const u8* packed, const S* scales,
 }
 
 // The entries: f32 or f16 (u16 bits) scales; deep (I4M_ROUND chunks a round) or wide
-// (I4M_WIDE_ROUND); x staged here, or read split from `xsplit` (`_split`; ignored otherwise).
-// All eight give the same bits.
+// (I4M_WIDE_ROUND). All four give the same bits.
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     gemv_decode_int4_mma(
         const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                           glu, act, xsplit);
-}
-
-extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma_split(
-        const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                          glu, act, xsplit);
+        float* y, int n, int k, int bs, int split, int glu, int act) {
+    i4m_main_body<float, I4M_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
     gemv_decode_int4_mma_s16(
         const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                         glu, act, xsplit);
-}
-
-extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_MIN_BLOCKS)
-    gemv_decode_int4_mma_s16_split(
-        const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                        glu, act, xsplit);
+        float* y, int n, int k, int bs, int split, int glu, int act) {
+    i4m_main_body<u16, I4M_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
     gemv_decode_int4_mma_wide(
         const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                                glu, act, xsplit);
-}
-
-extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
-    gemv_decode_int4_mma_wide_split(
-        const u8* packed, const float* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<float, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                               glu, act, xsplit);
+        float* y, int n, int k, int bs, int split, int glu, int act) {
+    i4m_main_body<float, I4M_WIDE_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
     gemv_decode_int4_mma_s16_wide(
         const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_WIDE_ROUND, false>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                              glu, act, xsplit);
-}
-
-extern "C" __global__ void __launch_bounds__(32 * I4M_WARPS, I4M_WIDE_BLOCKS)
-    gemv_decode_int4_mma_s16_wide_split(
-        const u8* packed, const u16* scales, const float* zp, const float* x, const float* bias,
-        float* y, int n, int k, int bs, int split, int glu, int act, const uint4* xsplit) {
-    i4m_main_body<u16, I4M_WIDE_ROUND, true>(packed, scales, zp, x, bias, y, n, k, bs, split,
-                                             glu, act, xsplit);
+        float* y, int n, int k, int bs, int split, int glu, int act) {
+    i4m_main_body<u16, I4M_WIDE_ROUND>(packed, scales, zp, x, bias, y, n, k, bs, split, glu, act);
 }

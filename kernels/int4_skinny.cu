@@ -29,23 +29,9 @@
 #define SKINNY_WARPS 8
 #define SKINNY_TILES 4
 #define SKINNY_COLS (8 * SKINNY_TILES)
-// SKINNY_XPF=1 (a define for A/B runs; 0, the default, leaves the machine code as it was): a
-// warp asks L1 for its next quad's x rows when it issues that quad's weight loads, so the
-// quad's x reads hit L1 instead of waiting on L2 mid-quad (round 36's ncu: 37% of the cycles
-// between issues were L1TEX waits, the L1 hit rate 53%).
-#ifndef SKINNY_XPF
-#define SKINNY_XPF 0
-#endif
-// SKINNY_AHEAD=0 with SKINNY_MIN_BLOCKS=3 (defines for A/B runs; the defaults 1 and 2 leave the
-// machine code as it was): a warp loads each quad's weights just before its products, no quad
-// ahead, so it needs fewer registers and an SM holds three blocks: more warps to hide the loads
-// instead of a quad in flight a warp (the same products in the same order: the same bits).
-#ifndef SKINNY_AHEAD
-#define SKINNY_AHEAD 1
-#endif
-#ifndef SKINNY_MIN_BLOCKS
+// Blocks an SM the launch bounds leave registers for (128 registers: a quad in flight a warp;
+// three blocks with no quad ahead spilled and lost up to 49%, CUDA_NOTES round 37).
 #define SKINNY_MIN_BLOCKS 2
-#endif
 
 // One lane's share of a quad for its four columns: 16 packed bytes each, the scale as a pair
 // of halves and -(magic + zp) as a pair (all 0 where the group or column is out of range).
@@ -98,27 +84,6 @@ __device__ __forceinline__ void skinny_load(SkinnyQuad& w, const SkinnyLane& at,
             w.s[j] = w.z[j] = 0u;
         }
     }
-}
-
-// The L1 lines holding a lane's 64 bytes of each of its x rows for group `group`, if it is
-// before `last` (x must be written by now: after the PDL wait).
-template <int RT>
-__device__ __forceinline__ void skinny_prefetch_x(const u16* x, int ldx, int m, int g, int group,
-                                                  int last) {
-#if SKINNY_XPF
-    bool live = group < last;
-#pragma unroll
-    for (int r = 0; r < RT; r++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int row = 16 * r + 8 * h + g;
-            if (live && row < m) {
-                const u16* at = x + (size_t)row * ldx + (size_t)group * 32;
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(at));
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(at + 31));
-            }
-        }
-#endif
 }
 
 // The weights of byte B of a word (its two nibbles, lower k first) as a pair of halves;
@@ -211,37 +176,19 @@ __device__ __forceinline__ void gemm_int4_skinny_body(const u16* __restrict__ x,
     // Two quads' loads in turn (no copy between them): a warp's next quad loads before the
     // current quad's products. The weights are never written by a kernel: the first quad
     // loads before the wait.
-#if SKINNY_AHEAD
     SkinnyQuad even, odd;
     int quad = first / 4 + warp;
     if (quad < quads) skinny_load<BF>(even, at, bs, 4 * quad + t, last);
     pdl_enter();
     for (; quad < quads; quad += 2 * SKINNY_WARPS) {
         int later = quad + SKINNY_WARPS;
-        if (later < quads) {
-            skinny_load<BF>(odd, at, bs, 4 * later + t, last);
-            skinny_prefetch_x<RT>(x, ldx, m, g, 4 * later + t, last);
-        }
+        if (later < quads) skinny_load<BF>(odd, at, bs, 4 * later + t, last);
         skinny_quad<BF, RT>(d, even, x, ldx, m, g, 4 * quad + t, last);
         if (later >= quads) break;
-        if (later + SKINNY_WARPS < quads) {
-            int next = 4 * (later + SKINNY_WARPS) + t;
-            skinny_load<BF>(even, at, bs, next, last);
-            skinny_prefetch_x<RT>(x, ldx, m, g, next, last);
-        }
+        if (later + SKINNY_WARPS < quads)
+            skinny_load<BF>(even, at, bs, 4 * (later + SKINNY_WARPS) + t, last);
         skinny_quad<BF, RT>(d, odd, x, ldx, m, g, 4 * later + t, last);
     }
-#else
-    pdl_enter();
-    for (int quad = first / 4 + warp; quad < quads; quad += SKINNY_WARPS) {
-        SkinnyQuad now;
-        int group = 4 * quad + t;
-        skinny_load<BF>(now, at, bs, group, last);
-        int next = group + 4 * SKINNY_WARPS;
-        if (quad + SKINNY_WARPS < quads) skinny_prefetch_x<RT>(x, ldx, m, g, next, last);
-        skinny_quad<BF, RT>(d, now, x, ldx, m, g, group, last);
-    }
-#endif
 #pragma unroll
     for (int r = 0; r < RT; r++)
 #pragma unroll

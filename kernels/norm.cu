@@ -14,50 +14,16 @@
 // least width / NORM_VALUES threads.
 #define NORM_VALUES 8
 
-// The row's values (thread t holds t + j * blockDim.x in v[j], zeros past the row) split into
-// hi and lo halves at their slots (split_stride, split_slot in prelude.cuh), zeros past the
-// row, and 2^e after them. Every thread of the block must call it (it synchronises).
-__device__ __forceinline__ void split_row(const float (&v)[NORM_VALUES], int width,
-                                          float* scratch, u16* split) {
-    float m = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NORM_VALUES; j++) m = fmaxf(m, fabsf(v[j]));
-    int e = split_exponent(block_max(m, scratch));  // (its first barrier frees scratch)
-    float down = __int_as_float((127 - e) << 23);  // 2^-e, exactly
-    int stride = split_stride(width), slots = stride * 8;
-#pragma unroll
-    for (int j = 0; j < NORM_VALUES; j++) {
-        int i = threadIdx.x + j * blockDim.x;
-        if (i < width) {
-            u16 hi, lo;
-            split_halves(v[j] * down, hi, lo);
-            split[split_slot(i)] = hi;
-            split[slots + split_slot(i)] = lo;
-        }
-    }
-    for (int i = width + threadIdx.x; i < slots; i += blockDim.x) {
-        split[split_slot(i)] = 0;
-        split[slots + split_slot(i)] = 0;
-    }
-    if (threadIdx.x == 0) *(float*)(split + 2 * slots) = __int_as_float((127 + e) << 23);
-}
-
-// SPLIT (one row): `out` also written split for the int4 tensor-core GEMV after it
-// (split_stride in prelude.cuh): the halves int4_mma.cu's stage would make of it, so that GEMV
-// skips its stage and gives the same bits. HALF: `out` also written rounded to f16 (half_bf 0)
-// or bf16 (1) into `half`, rows `width` apart: what a prompt GEMM's cast (blas.cu) would make
-// of it, so that GEMM skips its cast.
-// FIXED: delta is read from `fixed`, mlp_fused.cu's 64-bit fixed-point sums (value * 2^32,
-// MF_ACC_STRIDE words apart), and each word is cleared once read, for the next layer's sums.
-template <bool SPLIT, bool HALF, bool FIXED = false>
+// HALF: `out` also written rounded to f16 (half_bf 0) or bf16 (1) into `half`, rows `width`
+// apart: what a prompt GEMM's cast (blas.cu) would make of it, so that GEMM skips its cast.
+template <bool HALF>
 __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
                                                const float* __restrict__ delta,
                                                const float* __restrict__ weight,
                                                const float* __restrict__ bias, float* out,
                                                int width, int per_row, int ld, float eps, int rms,
-                                               int write_sum, int act, u16* split,
-                                               u16* half, int half_bf,
-                                               unsigned long long* fixed = nullptr) {
+                                               int write_sum, int act, u16* half,
+                                               int half_bf) {
     __shared__ float scratch[32];
     int r = blockIdx.x;
     size_t base = (size_t)(r / per_row) * ld + (size_t)(r % per_row) * width;
@@ -79,16 +45,7 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
     for (int j = 0; j < NORM_VALUES; j++) {
         int i = threadIdx.x + j * blockDim.x;
         xs[j] = i < width ? x[base + i] : 0.0f;
-        if (FIXED) {
-            ds[j] = 0.0f;
-            if (i < width) {
-                unsigned long long* word = fixed + (base + i) * MF_ACC_STRIDE;
-                ds[j] = __ll2float_rn((long long)*word) * 2.3283064365386963e-10f;  // 2^-32
-                *word = 0ull;
-            }
-        } else {
-            ds[j] = delta && i < width ? delta[base + i] : 0.0f;
-        }
+        ds[j] = delta && i < width ? delta[base + i] : 0.0f;
     }
 #pragma unroll
     for (int j = 0; j < NORM_VALUES; j++) {
@@ -96,7 +53,7 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
         float s = 0.0f;
         if (i < width) {
             s = xs[j];
-            if (FIXED || delta) s += round_act(ds[j], act);
+            if (delta) s += round_act(ds[j], act);
         }
         v[j] = s;
         sum += s;
@@ -121,11 +78,9 @@ __device__ __forceinline__ void skip_norm_body(float* __restrict__ x,
             if (write_sum) x[base + i] = round_act(v[j], act);
             float y = round_act(o, act);
             out[base + i] = y;
-            if (SPLIT) v[j] = y;
             if (HALF) half[(size_t)r * width + i] = (u16)half_bits(y, half_bf);
         }
     }
-    if (SPLIT) split_row(v, width, scratch, split);
 }
 
 extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __restrict__ delta,
@@ -133,8 +88,8 @@ extern "C" __global__ void skip_norm_f32(float* __restrict__ x, const float* __r
                                          const float* __restrict__ bias, float* out, int width,
                                          int per_row, int ld, float eps, int rms, int write_sum,
                                          int act) {
-    skip_norm_body<false, false>(x, delta, weight, bias, out, width, per_row, ld, eps, rms,
-                                 write_sum, act, nullptr, nullptr, 0);
+    skip_norm_body<false>(x, delta, weight, bias, out, width, per_row, ld, eps, rms, write_sum,
+                          act, nullptr, 0);
 }
 
 // skip_norm_f32, its output also written rounded to 16 bits into `half` (rows width apart).
@@ -144,28 +99,6 @@ extern "C" __global__ void skip_norm_half_f32(float* __restrict__ x,
                                               const float* __restrict__ bias, float* out,
                                               int width, int per_row, int ld, float eps, int rms,
                                               int write_sum, int act, u16* half, int half_bf) {
-    skip_norm_body<false, true>(x, delta, weight, bias, out, width, per_row, ld, eps, rms,
-                                write_sum, act, nullptr, half, half_bf);
-}
-
-// One row (per_row 1), also written split into `split`.
-extern "C" __global__ void skip_norm_split_f32(float* __restrict__ x,
-                                               const float* __restrict__ delta,
-                                               const float* __restrict__ weight,
-                                               const float* __restrict__ bias, float* out,
-                                               int width, float eps, int rms, int write_sum,
-                                               int act, u16* split) {
-    skip_norm_body<true, false>(x, delta, weight, bias, out, width, 1, width, eps, rms, write_sum,
-                                act, split, nullptr, 0);
-}
-
-// One row (per_row 1, write_sum 1), delta read from mlp_fused.cu's fixed-point sums at `fixed`
-// (cleared as read).
-extern "C" __global__ void skip_norm_fixed_f32(float* __restrict__ x,
-                                               unsigned long long* __restrict__ fixed,
-                                               const float* __restrict__ weight,
-                                               const float* __restrict__ bias, float* out,
-                                               int width, float eps, int rms, int act) {
-    skip_norm_body<false, false, true>(x, nullptr, weight, bias, out, width, 1, width, eps, rms,
-                                       1, act, nullptr, nullptr, 0, fixed);
+    skip_norm_body<true>(x, delta, weight, bias, out, width, per_row, ld, eps, rms, write_sum,
+                         act, half, half_bf);
 }

@@ -191,26 +191,11 @@ __device__ __forceinline__ int split_exponent(float m) {
     return 0;
 }
 
-// s as hi + lo, each an f16 (hi the nearest f16 of s, lo the nearest of what is left): the
-// norm that writes a split row and the int4 GEMV's own stage split the same way, so either
-// feeds the GEMV the same bits.
+// s as hi + lo, each an f16 (hi the nearest f16 of s, lo the nearest of what is left).
 __device__ __forceinline__ void split_halves(float s, u16& hi, u16& lo) {
     hi = f32_to_f16(s);
     lo = f32_to_f16(s - f16_to_f32(hi));
 }
-
-// The halves of x[at] in a split row: values 8w + (0, 4, 1, 5, 2, 6, 3, 7) are word w's eight
-// f16 slots in that order (how the mma pairs a packed word's nibbles), so value `at` sits at
-// slot 8 (at / 8) + 2 (at % 4) + (at % 8) / 4.
-__device__ __forceinline__ int split_slot(int at) {
-    return (at & ~7) + 2 * (at & 3) + ((at >> 2) & 1);
-}
-
-// A split row as the kernel that writes x publishes it (skip_norm_split_f32): `stride` 16-byte
-// words of hi halves, `stride` of lo halves, then 2^e as the first float of one more word.
-// stride = ceil(width / 256) * 32 covers the padded row of every block size up to 256; slots
-// past the row are zero.
-__device__ __forceinline__ int split_stride(int width) { return (width + 255) / 256 * 32; }
 
 // Linear layers (gemv.cu, int4.cu): rows of x per warp, warps per block, weight bytes each
 // lane loads per iteration (independent 16-byte loads issued before the arithmetic).
@@ -280,29 +265,11 @@ __device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
     return r;
 }
 
-__device__ __forceinline__ float4 cluster_load4(u32 addr) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
-
 __device__ __forceinline__ float cluster_load(u32 addr) {
     float v;
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
     return v;
 }
-#endif
-
-// u64 words between two outputs' fixed-point sums of the fused MLP (mlp_fused.cu, read back by
-// norm.cu's skip_norm_fixed_f32); more than 1 spreads the sums over more L2 slices.
-#ifndef MF_ACC_STRIDE
-#define MF_ACC_STRIDE 1
-#endif
-#if MF_ACC_STRIDE < 1 || MF_ACC_STRIDE > 16
-#error "MF_ACC_STRIDE must be 1..16 (the host's ACC_WORDS)"
 #endif
 
 // One-row (decode) linear kernels (gemv.cu, int4.cu): warps per block and adjacent columns

@@ -12,6 +12,7 @@
 //! the launches cycle through enough copies of the weights to defeat the L2; `--copies 1` times
 //! them with their weights in the L2 (each line records its copies).
 
+use genai_backend_native::NativeTuning;
 use genai_backend_native::cuda::gemv_timing::{BenchWeights, GemvCase, model_cases, time_gemvs};
 use std::process::ExitCode;
 
@@ -97,8 +98,21 @@ fn main() -> ExitCode {
         eprintln!("NOT RUN: cuda_gemv: no usable CUDA device: {why}");
         return ExitCode::FAILURE;
     }
-    let defines = std::env::var("GENAI_BRIDGE_NVRTC_DEFINES").unwrap_or_default();
-    match time_gemvs(0, &cases, weights, &splits, reps, copies) {
+    // A lab tool: the tuning comes from this process's environment (the library reads none).
+    let tuning = match NativeTuning::from_lookup(&|name| std::env::var(name).ok()) {
+        Ok(t) => t.cuda,
+        Err(e) => {
+            eprintln!("cuda_gemv: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let defines = tuning
+        .nvrtc_defines
+        .iter()
+        .map(|d| format!("{}={}", d.name, d.value))
+        .collect::<Vec<_>>()
+        .join(",");
+    match time_gemvs(0, &cases, weights, (&splits, reps, copies), &tuning) {
         Ok(timings) => {
             for t in timings {
                 println!(

@@ -8,12 +8,10 @@
 //! all three), each at its real layer count with fp16 weights (8B: 14 GB of device memory); or
 //! tiny (64-wide rows: the phase boundaries alone). Variants: all by default; the first one run
 //! is the reference for `same_bits`. A traced variant also prints a line per phase of the layer
-//! (`"trace":true`): where the layer's time went. `--atomics` instead times the fused MLP's
-//! fixed-point sums at several block counts (`step_timing::time_atomics`).
+//! (`"trace":true`): where the layer's time went.
 
-use genai_backend_native::cuda::step_timing::{
-    AtomicTiming, StepTiming, TraceRow, time_atomics, time_steps,
-};
+use genai_backend_native::NativeTuning;
+use genai_backend_native::cuda::step_timing::{StepTiming, TraceRow, time_steps};
 use std::process::ExitCode;
 
 const MODELS: [&str; 3] = ["qwen2.5-0.5b", "qwen2.5-1.5b", "llama3-8b"];
@@ -26,11 +24,9 @@ fn main() -> ExitCode {
     let mut models: Vec<String> = Vec::new();
     let mut variants: Vec<String> = Vec::new();
     let mut reps = 20;
-    let mut atomics = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "--atomics" => atomics = true,
             "--reps" => match it.next().and_then(|r| r.parse().ok()) {
                 Some(r) => reps = r,
                 None => {
@@ -55,21 +51,6 @@ fn main() -> ExitCode {
         eprintln!("NOT RUN: cuda_step: no usable CUDA device: {why}");
         return ExitCode::FAILURE;
     }
-    if atomics {
-        let mut print = |t: &AtomicTiming| {
-            println!(
-                "{{\"bench\":\"atomics\",\"hidden\":{},\"blocks\":{},\"threads\":{},\"stride\":{},\"with_adds_us\":{:.3},\"without_us\":{:.3}}}",
-                t.hidden, t.blocks, t.threads, t.stride, t.with_adds_us, t.without_us
-            );
-        };
-        return match time_atomics(0, reps, &mut print) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("cuda_step --atomics failed: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     let mut print = |t: &StepTiming| {
         println!(
             "{{\"model\":\"{}\",\"variant\":\"{}\",\"blocks\":{},\"layers\":{},\"us_per_layer_median\":{:.3},\"us_per_layer_min\":{:.3},\"weight_gbs\":{:.1},\"same_bits\":{},\"error\":{}}}",
@@ -92,7 +73,15 @@ fn main() -> ExitCode {
             }
         }
     };
-    match time_steps(0, &models, &variants, reps, &mut print) {
+    // A lab tool: the prototype's knobs come from this process's GENAI_BRIDGE_NVRTC_DEFINES.
+    let defines = match NativeTuning::from_lookup(&|name| std::env::var(name).ok()) {
+        Ok(t) => t.cuda.nvrtc_defines,
+        Err(e) => {
+            eprintln!("cuda_step: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match time_steps(0, &models, &variants, reps, &defines, &mut print) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cuda_step failed: {e}");

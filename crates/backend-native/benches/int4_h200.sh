@@ -12,8 +12,7 @@
 #               old:/tmp/b:GENAI_BRIDGE_INT4_SCALES=f32"
 #              (the GEMVs run on f16 scales, --weights int4-sym-s16, as the models do by
 #              default, unless the variant sets GENAI_BRIDGE_INT4_SCALES=f32: --weights
-#              int4-sym; binaries from before f16 scales became the default need it set;
-#              GENAI_BRIDGE_INT4_SPLIT_X=1 times them reading x split: -split)
+#              int4-sym; binaries from before f16 scales became the default need it set)
 # Environment: STAGES ("kernels gemv make ab"), GEMV_MODELS (all three shapes), ROUNDS (2),
 # SHAPES/MODELS_DIR as benches/decode_h200.sh (made with MAKE_ONLY=1; needs carry/bench/site),
 # KERNELS_BIN (the first variant's folder: where cuda_kernels runs from).
@@ -51,7 +50,6 @@ if want gemv; then
         for v in $variants; do
             name=${v%%:*} bin=$(cut -d: -f2 <<<"$v") weights=int4-sym-s16
             [[ "$v" == *GENAI_BRIDGE_INT4_SCALES=f32* ]] && weights=int4-sym
-            [[ "$v" == *GENAI_BRIDGE_INT4_SPLIT_X=1* ]] && weights+=-split
             # shellcheck disable=SC2086  # the model list is words
             run "$v" timeout 120 "$bin/cuda_gemv" ${GEMV_MODELS:-llama3-8b qwen2.5-1.5b qwen2.5-0.5b} \
                 --weights "$weights" 2>>"$OUT/gemv.err" |

@@ -311,18 +311,3 @@ extern "C" __global__ void fill_f16(u16* w, unsigned long long n, unsigned seed)
         w[i] = f32_to_f16(((float)(h & 1023) - 512.0f) / 32768.0f);
     }
 }
-
-// The cost of the fused MLP's fixed-point sums at other block counts (CUDA_NOTES round 37):
-// each block adds one 64-bit value into each of `hidden` words `stride` words apart (thread t:
-// words t, t + blockDim.x, ...); `atomics` 0 adds nothing, for the launch's own cost.
-extern "C" __global__ void atomic_fixed_bench(unsigned long long* acc, int hidden, int stride,
-                                              int atomics) {
-    for (int o = threadIdx.x; o < hidden; o += blockDim.x) {
-        unsigned long long v = (unsigned long long)blockIdx.x * 131u + (unsigned long long)o;
-        if (atomics) {
-            atomicAdd(acc + (size_t)o * stride, v);
-        } else if (v == ~0ull) {
-            acc[o] = v;  // never true: keeps the loop
-        }
-    }
-}

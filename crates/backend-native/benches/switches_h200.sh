@@ -7,11 +7,11 @@
 #
 #   OUT=$OUT BIN_DIR=DIR bash crates/backend-native/benches/switches_h200.sh "NAME:SPEC..."
 #     DIR       holds genai-bridge, cuda_kernels, cuda_parity and cuda_sampling (carry_h200.sh)
-#     NAME:SPEC  NVRTC defines, e.g. "copy:I4M_SPLIT_COPY=1 pipe:I4M_PIPE=1+I4M_ROUND=2" ('+'
-#               joins several), or environment variables when SPEC starts with GENAI_BRIDGE_,
-#               e.g. "walk:GENAI_BRIDGE_DECODE_GEMV=shared-walk
-#               wide:GENAI_BRIDGE_INT4_MMA=wide,GENAI_BRIDGE_INT4_SPLIT_X=1" (',' joins
-#               several; defines among them as GENAI_BRIDGE_NVRTC_DEFINES=A=1+B=2)
+#     NAME:SPEC  NVRTC defines, e.g. "e0:W_EVICT=0 e1:W_EVICT=1+X=2" ('+' joins several), or
+#               environment variables when SPEC starts with GENAI_BRIDGE_, e.g.
+#               "walk:GENAI_BRIDGE_DECODE_GEMV=shared-walk
+#               wide:GENAI_BRIDGE_INT4_MMA=wide,GENAI_BRIDGE_PDL=0" (',' joins several;
+#               defines among them as GENAI_BRIDGE_NVRTC_DEFINES=A=1+B=2)
 # Environment: SHAPES ("qwen2.5-0.5b qwen2.5-1.5b llama3-8b"), PRECISION (fp16), ROUNDS (2),
 # STAGES ("make kernels ab"; also "parity": cuda_parity and cuda_sampling under each variant),
 # CALL (0), BENCH_COMMIT, MODELS_DIR (/tmp/bench-models); the models are made by

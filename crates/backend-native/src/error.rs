@@ -62,6 +62,16 @@ pub enum Error {
         /// Why it is rejected.
         why: String,
     },
+    /// A tuning variable with a value it does not accept (`settings.rs`).
+    #[error("{name}={value:?}: expected {expected}")]
+    Setting {
+        /// The variable.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What it accepts.
+        expected: String,
+    },
     /// NVRTC could not compile a kernel family; `log` is the compiler's log.
     #[error("NVRTC could not compile kernels/{family}.cu for {arch}: {message}\n{log}")]
     Nvrtc {

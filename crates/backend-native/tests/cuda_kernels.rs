@@ -11,7 +11,11 @@ fn cuda_kernels_match_the_cpu_kernels() {
         eprintln!("NOT RUN: cuda_kernels_match_the_cpu_kernels: no usable CUDA device: {why}");
         return;
     }
-    let checks = selftest::run(0).expect("the checks run");
+    // The kernels under this process's tuning variables (the GPU scripts run the checks
+    // under each switch), with its kernel cache.
+    let tuning = genai_backend_native::NativeTuning::from_lookup(&|name| std::env::var(name).ok())
+        .expect("the tuning variables");
+    let checks = selftest::run(0, &tuning.cuda).expect("the checks run");
     let mut failed = Vec::new();
     for c in &checks {
         println!(

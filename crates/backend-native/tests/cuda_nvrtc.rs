@@ -33,7 +33,7 @@ fn every_kernel_family_compiles_for_sm_90() {
     let mut failures = Vec::new();
     for source in SOURCES {
         let start = std::time::Instant::now();
-        match compile::compile(source, ARCH) {
+        match compile::compile(source, ARCH, &[]) {
             Ok(cubin) => {
                 assert!(
                     cubin.starts_with(b"\x7fELF"),
@@ -63,7 +63,7 @@ fn a_compile_error_keeps_the_nvrtc_log() {
         code: "extern \"C\" __global__ void broken_f32(float* x) { x[0] = undefined_name; }",
         symbols: &["broken_f32"],
     };
-    let err = compile::compile(&broken, ARCH).expect_err("must not compile");
+    let err = compile::compile(&broken, ARCH, &[]).expect_err("must not compile");
     let text = err.to_string();
     assert!(text.contains("undefined_name"), "log missing from: {text}");
 }
@@ -76,13 +76,17 @@ fn a_compiled_family_is_read_back_from_the_disk_cache() {
     let dir = std::env::temp_dir().join(format!("genai-kernel-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let source = &SOURCES[0];
-    let (first, origin) = compile::cubin_in(source, ARCH, Some(dir.clone())).expect("compiles");
+    let build = compile::Build {
+        defines: Vec::new(),
+        cache: Some(dir.clone()),
+    };
+    let (first, origin) = compile::cubin(source, ARCH, &build).expect("compiles");
     assert_eq!(origin, compile::Origin::Compiled);
-    let (again, origin) = compile::cubin_in(source, ARCH, Some(dir.clone())).expect("cached");
+    let (again, origin) = compile::cubin(source, ARCH, &build).expect("cached");
     assert_eq!(origin, compile::Origin::Cache);
     assert_eq!(first, again);
     // Another architecture is another key.
-    let (_, origin) = compile::cubin_in(source, "sm_80", Some(dir.clone())).expect("compiles");
+    let (_, origin) = compile::cubin(source, "sm_80", &build).expect("compiles");
     assert_eq!(origin, compile::Origin::Compiled);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -96,7 +100,7 @@ fn decode_attention_compiles_for_older_gpus() {
     }
     let source = compile::family("decode_attention").expect("the decode attention family");
     for arch in ["sm_75", "sm_80"] {
-        let cubin = compile::compile(source, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let cubin = compile::compile(source, arch, &[]).unwrap_or_else(|e| panic!("{arch}: {e}"));
         assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
     }
 }
@@ -108,6 +112,6 @@ fn the_step_prototype_compiles_for_sm_90() {
         return;
     }
     let source = &genai_backend_native::cuda::step_timing::STEP_PROTO;
-    let cubin = compile::compile(source, ARCH).unwrap_or_else(|e| panic!("{e}"));
+    let cubin = compile::compile(source, ARCH, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(cubin.starts_with(b"\x7fELF"), "not an ELF cubin");
 }

@@ -65,9 +65,8 @@ fn run(decoder: &CudaDecoder, prompt: &[i32]) -> Vec<Vec<u32>> {
 fn with_budget(budget: VramBudget, graph: bool) -> CudaOptions {
     CudaOptions {
         vram_budget: Some(budget),
-        graph: Some(graph),
         planned_length: Some(512),
-        ..CudaOptions::default()
+        ..common::cuda_with(|t| t.graph = graph)
     }
 }
 
@@ -90,7 +89,7 @@ fn streamed_logits_equal_resident_logits_at_every_budget() {
             (0..long as i32).map(|i| (i * 7919 + 3) % vocab).collect(),
             vec![1 % vocab, 2 % vocab, 3 % vocab],
         ];
-        let resident = CudaDecoder::load(&model, &plan, &CudaOptions::default()).expect("cuda");
+        let resident = CudaDecoder::load(&model, &plan, &common::cuda_options()).expect("cuda");
         let reference: Vec<_> = prompts.iter().map(|p| run(&resident, p)).collect();
         drop(resident);
 
@@ -179,9 +178,10 @@ fn two_decoders_share_one_budget() {
     // workspace at start; the prompt GEMMs' 32 MiB cuBLAS workspace would make the second
     // part dwarf the first on this tiny fixture, so they stay off here (the budget figures
     // this test reasons about are the weights').
-    let with_budget = |budget, graph| CudaOptions {
-        prefill_gemm: Some(false),
-        ..with_budget(budget, graph)
+    let with_budget = |budget, graph| {
+        let mut options = with_budget(budget, graph);
+        options.tuning.prefill_gemm = false;
+        options
     };
     let minimum = match CudaDecoder::load(&model, &plan, &with_budget(VramBudget::Bytes(1), true)) {
         Err(Error::BudgetTooSmall { minimum, .. }) => minimum,
@@ -225,7 +225,7 @@ fn a_model_larger_than_the_free_memory_streams_by_itself() {
     };
     let (model, plan) = load(&dir);
     let prompt = [1, 2, 3, 4, 5];
-    let resident = CudaDecoder::load(&model, &plan, &CudaOptions::default()).expect("resident");
+    let resident = CudaDecoder::load(&model, &plan, &common::cuda_options()).expect("resident");
     let reference = run(&resident, &prompt);
     drop(resident);
     let minimum = match CudaDecoder::load(&model, &plan, &with_budget(VramBudget::Bytes(1), true)) {
@@ -235,9 +235,8 @@ fn a_model_larger_than_the_free_memory_streams_by_itself() {
     // Free memory just above the minimum (the planner keeps a sixteenth as a margin), and no
     // budget: the decoder must stream by itself and say so.
     let options = CudaOptions {
-        device_memory_limit: Some(minimum * 16 / 15 + 4096),
         planned_length: Some(512),
-        ..CudaOptions::default()
+        ..common::cuda_with(|t| t.device_memory_limit = Some(minimum * 16 / 15 + 4096))
     };
     let decoder = CudaDecoder::load(&model, &plan, &options).expect("auto streaming");
     let reasons = decoder.info().reasons.join("; ");

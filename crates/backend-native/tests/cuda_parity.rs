@@ -8,7 +8,7 @@
 mod common;
 
 use common::{fixtures, load};
-use genai_backend_native::cuda::{self, CudaDecoder, CudaOptions};
+use genai_backend_native::cuda::{self, CudaDecoder};
 use genai_backend_native::{CpuDecoder, CpuOptions};
 use genai_engine::{DecodeBackend, Decoder, StartOptions, StepInput};
 use genai_frontend::{DecoderPlan, Weight, WeightDType};
@@ -82,7 +82,7 @@ fn cuda_matches_cpu_on_every_fixture() {
         let name = common::name(&dir);
         let l = load(&dir);
         let cpu = CpuDecoder::load(&l.model, &l.plan, &CpuOptions::default()).expect("cpu");
-        let gpu = CudaDecoder::load(&l.model, &l.plan, &CudaOptions::default()).expect("cuda");
+        let gpu = CudaDecoder::load(&l.model, &l.plan, &common::cuda_options()).expect("cuda");
         let p = precision(&l.plan);
         let options = ParityOptions {
             prompts: prompts(cpu.vocab_size()),
@@ -158,11 +158,8 @@ fn graph_replay_equals_eager_and_rewind_replays_the_same_logits() {
     }
     for dir in fixtures() {
         let l = load(&dir);
-        let graph = CudaDecoder::load(&l.model, &l.plan, &CudaOptions::default()).expect("cuda");
-        let eager_options = CudaOptions {
-            graph: Some(false),
-            ..CudaOptions::default()
-        };
+        let graph = CudaDecoder::load(&l.model, &l.plan, &common::cuda_options()).expect("cuda");
+        let eager_options = common::cuda_with(|t| t.graph = false);
         let eager = CudaDecoder::load(&l.model, &l.plan, &eager_options).expect("cuda eager");
         let start = StartOptions {
             batch: 1,

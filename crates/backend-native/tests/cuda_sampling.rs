@@ -7,7 +7,7 @@
 mod common;
 
 use common::{fixtures, load};
-use genai_backend_native::cuda::{self, CudaDecoder, CudaOptions};
+use genai_backend_native::cuda::{self, CudaDecoder};
 use genai_config::Search;
 use genai_engine::{Choice, Decoder, Generator, SamplingSpec, StartOptions, StepInput};
 
@@ -82,14 +82,8 @@ fn device_choice_gives_the_host_choice_tokens_on_every_fixture() {
     let mut failures = Vec::new();
     for dir in fixtures() {
         let l = load(&dir);
-        let on = CudaOptions {
-            device_sampling: Some(true),
-            ..CudaOptions::default()
-        };
-        let off = CudaOptions {
-            device_sampling: Some(false),
-            ..CudaOptions::default()
-        };
+        let on = common::cuda_with(|t| t.device_sampling = true);
+        let off = common::cuda_with(|t| t.device_sampling = false);
         let device = CudaDecoder::load(&l.model, &l.plan, &on).expect("cuda");
         let host = CudaDecoder::load(&l.model, &l.plan, &off).expect("cuda");
         let vocab = device.vocab_size() as i32;
@@ -215,10 +209,7 @@ fn steps_run_ahead_give_the_answers_of_steps_run_in_turn() {
     let mut failures = Vec::new();
     for dir in fixtures() {
         let l = load(&dir);
-        let with = |run_ahead| CudaOptions {
-            run_ahead: Some(run_ahead),
-            ..CudaOptions::default()
-        };
+        let with = |run_ahead| common::cuda_with(|t| t.run_ahead = run_ahead);
         let ahead = CudaDecoder::load(&l.model, &l.plan, &with(true)).expect("cuda");
         let in_turn = CudaDecoder::load(&l.model, &l.plan, &with(false)).expect("cuda");
         let vocab = ahead.vocab_size() as i32;

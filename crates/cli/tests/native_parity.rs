@@ -27,7 +27,15 @@ fn native_and_ort_cpu(
     model: &OnnxModel,
     plan: &genai_frontend::DecoderPlan,
 ) -> (CpuDecoder, OrtDecoder) {
-    let native = CpuDecoder::load(model, plan, &CpuOptions { threads: Some(2) }).expect("native");
+    let native = CpuDecoder::load(
+        model,
+        plan,
+        &CpuOptions {
+            threads: Some(2),
+            ..CpuOptions::default()
+        },
+    )
+    .expect("native");
     let ort = OrtDecoder::load(
         config,
         &OrtOptions {

@@ -5,14 +5,8 @@
 mod common;
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::process::{Command, Output};
-
-const VARIABLES: [&str; 3] = [
-    "GENAI_BRIDGE_BACKEND",
-    "GENAI_BRIDGE_VRAM_BUDGET",
-    "GENAI_BRIDGE_LOG",
-];
 
 fn fixture(name: &str) -> String {
     repo_root()
@@ -23,11 +17,14 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-/// Runs the CLI with exactly `env` of the settings' variables set.
+/// Runs the CLI with exactly `env` of the settings' variables set (every `GENAI_BRIDGE_*` of
+/// this process removed).
 fn run_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_genai-bridge"));
-    for name in VARIABLES {
-        command.env_remove(name);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("GENAI_BRIDGE_") {
+            command.env_remove(name);
+        }
     }
     command
         .args(args)
@@ -50,11 +47,15 @@ fn json_of(args: &[&str], env: &[(&str, &str)]) -> Value {
 fn route_reports_every_setting_defaults_included() {
     let dir = fixture("qwen2-fp32-cpu");
     let out = json_of(&["route", &dir, "--json"], &[]);
-    assert_eq!(
-        out["settings"],
-        json!({ "backend": "auto", "vram_budget": "none", "log": "0" }),
-        "{out}"
-    );
+    let settings = &out["settings"];
+    assert_eq!(settings["backend"], "auto", "{out}");
+    assert_eq!(settings["vram_budget"], "none", "{out}");
+    assert_eq!(settings["log"], "0", "{out}");
+    // The native decoders' tuning, every variable with its default.
+    assert_eq!(settings["GENAI_BRIDGE_CUDA_GRAPH"], "1", "{out}");
+    assert_eq!(settings["GENAI_BRIDGE_DECODE_GEMV"], "auto", "{out}");
+    let count = settings.as_object().map_or(0, |o| o.len());
+    assert_eq!(count, 3 + 23, "{out}");
 }
 
 #[test]
@@ -84,6 +85,10 @@ fn a_malformed_setting_is_one_error_naming_the_variable() {
         (
             ("GENAI_BRIDGE_LOG", "yes"),
             "error: GENAI_BRIDGE_LOG=\"yes\" is not one of 0, 1",
+        ),
+        (
+            ("GENAI_BRIDGE_CUDA_GRAPH", "maybe"),
+            "error: GENAI_BRIDGE_CUDA_GRAPH=\"maybe\" is not accepted: expected ",
         ),
     ];
     for (variable, start) in cases {
@@ -123,16 +128,19 @@ fn bench_reports_the_settings_in_effect() {
         "2",
         "--json",
     ];
-    let out = json_of(&args, &[("GENAI_BRIDGE_VRAM_BUDGET", "2GB")]);
+    let env = [
+        ("GENAI_BRIDGE_VRAM_BUDGET", "2GB"),
+        ("GENAI_BRIDGE_CPU_ISA", "scalar"),
+    ];
+    let out = json_of(&args, &env);
+    let settings = &out["settings"];
+    assert_eq!(settings["backend"], "ort", "{out}");
     assert_eq!(
-        out["settings"],
-        json!({
-            "backend": "ort",
-            "vram_budget": "2GB from GENAI_BRIDGE_VRAM_BUDGET",
-            "log": "0",
-        }),
+        settings["vram_budget"], "2GB from GENAI_BRIDGE_VRAM_BUDGET",
         "{out}"
     );
+    assert_eq!(settings["log"], "0", "{out}");
+    assert_eq!(settings["GENAI_BRIDGE_CPU_ISA"], "scalar", "{out}");
 }
 
 #[test]

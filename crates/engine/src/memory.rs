@@ -5,12 +5,10 @@
 use crate::{Error, Result};
 
 /// Bytes of memory genai-bridge may allocate now: what the system says is available
-/// (`MemAvailable` on Linux), capped by `GENAI_BRIDGE_MEMORY_LIMIT` (bytes) when that is set;
-/// `None` when neither is known, and then nothing is refused on this ground.
-pub fn available_memory() -> Option<u64> {
-    let cap = std::env::var("GENAI_BRIDGE_MEMORY_LIMIT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok());
+/// (`MemAvailable` on Linux), capped by `cap` (bytes; the caller's setting, e.g. the native
+/// decoders' `GENAI_BRIDGE_MEMORY_LIMIT`) when given; `None` when neither is known, and then
+/// nothing is refused on this ground.
+pub fn available_memory(cap: Option<u64>) -> Option<u64> {
     match (system_available(), cap) {
         (Some(system), Some(cap)) => Some(system.min(cap)),
         (system, cap) => system.or(cap),
@@ -31,23 +29,28 @@ fn system_available() -> Option<u64> {
     }
 }
 
-/// The size of `count` elements of `element_bytes` each, or an error naming `what` when the
-/// product overflows.
-pub fn checked_bytes(what: &str, counts: &[usize], element_bytes: usize) -> Result<u64> {
+/// The size of `count` elements of `element_bytes` each, or an error naming `what` (and the
+/// memory available under `cap`) when the product overflows.
+pub fn checked_bytes(
+    what: &str,
+    counts: &[usize],
+    element_bytes: usize,
+    cap: Option<u64>,
+) -> Result<u64> {
     counts
         .iter()
         .try_fold(element_bytes as u64, |acc, &c| acc.checked_mul(c as u64))
         .ok_or_else(|| Error::OutOfMemory {
             what: what.to_string(),
             bytes: u64::MAX,
-            available: available_memory().unwrap_or(0),
+            available: available_memory(cap).unwrap_or(0),
         })
 }
 
 /// Fails with [`Error::OutOfMemory`] when `bytes` exceed the memory available (as
-/// [`available_memory`] reports it, or `limit` when given).
-pub fn ensure_fits(what: &str, bytes: u64, limit: Option<u64>) -> Result<()> {
-    let Some(available) = limit.or_else(available_memory) else {
+/// [`available_memory`] reports it under `cap`).
+pub fn ensure_fits(what: &str, bytes: u64, cap: Option<u64>) -> Result<()> {
+    let Some(available) = available_memory(cap) else {
         return Ok(());
     };
     if bytes > available {
@@ -73,15 +76,16 @@ mod tests {
             text.contains("the KV cache") && text.contains("11"),
             "{text}"
         );
-        assert!(checked_bytes("x", &[usize::MAX, 4], 4).is_err());
-        assert_eq!(checked_bytes("x", &[3, 5], 2).unwrap(), 30);
+        assert!(checked_bytes("x", &[usize::MAX, 4], 4, None).is_err());
+        assert_eq!(checked_bytes("x", &[3, 5], 2, None).unwrap(), 30);
     }
 
     #[test]
     #[cfg(target_os = "linux")]
     fn the_system_reports_some_available_memory() {
-        let available = available_memory().expect("MemAvailable in /proc/meminfo");
+        let available = available_memory(None).expect("MemAvailable in /proc/meminfo");
         assert!(available > 0);
+        assert_eq!(available_memory(Some(10)), Some(10));
         assert!(ensure_fits("everything", u64::MAX / 2, None).is_err());
     }
 }

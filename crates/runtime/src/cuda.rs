@@ -2,6 +2,7 @@
 //! it; without the `cuda` feature, the reason it is absent.
 
 use crate::Error;
+use genai_backend_native::CudaTuning;
 use genai_backend_native::paging::VramBudget;
 use genai_engine::Decoder;
 use genai_frontend::DecoderPlan;
@@ -31,10 +32,12 @@ pub(crate) fn open_native_cuda(
     plan: &DecoderPlan,
     budget: Option<VramBudget>,
     planned_length: usize,
+    tuning: &CudaTuning,
 ) -> Result<Box<dyn Decoder>, Error> {
     let options = genai_backend_native::CudaOptions {
         vram_budget: budget,
         planned_length: Some(planned_length),
+        tuning: tuning.clone(),
         ..genai_backend_native::CudaOptions::default()
     };
     Ok(Box::new(genai_backend_native::CudaDecoder::load(
@@ -49,6 +52,7 @@ pub(crate) fn open_native_cuda(
     _plan: &DecoderPlan,
     _budget: Option<VramBudget>,
     _planned_length: usize,
+    _tuning: &CudaTuning,
 ) -> Result<Box<dyn Decoder>, Error> {
     Err(Error::Native(genai_backend_native::Error::Invalid {
         what: "device",

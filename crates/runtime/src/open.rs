@@ -83,13 +83,15 @@ pub(crate) fn open(
     let native = if route.device == DeviceKind::Cuda {
         let planned_length = options.planned_length.unwrap_or(config.search.max_length);
         let budget = settings.vram_budget.as_ref().map(|b| b.budget);
-        let cuda = open_native_cuda(&model, lifted, budget, planned_length)?;
+        let tuning = &settings.native.cuda;
+        let cuda = open_native_cuda(&model, lifted, budget, planned_length, tuning)?;
         // What the decoder says about itself (kernels, weights, residency) joins the route.
         route.reasons.extend(cuda.info().reasons.iter().cloned());
         cuda
     } else {
         let cpu_options = CpuOptions {
             threads: options.threads,
+            tuning: settings.native.cpu.clone(),
         };
         match CpuDecoder::load(&model, lifted, &cpu_options) {
             Ok(native) => Box::new(native),

@@ -4,6 +4,7 @@
 //! one), so tests never change the process environment.
 
 use crate::{Error, OpenOptions};
+use genai_backend_native::NativeTuning;
 use genai_backend_native::paging::VramBudget;
 use genai_config::Config;
 use genai_engine::BackendRequest;
@@ -28,6 +29,14 @@ Runtime settings (reported as the `settings` object of `route --json` and `bench
                                          --vram-budget is not given; else the cuda provider
                                          option `vram_budget` in genai_config.json (default none)
   GENAI_BRIDGE_LOG=0|1                   the C ABI logs from the start (default 0)
+  GENAI_BRIDGE_CPU_ISA=best|scalar|avx2|avx512
+                                         the highest instruction set of the CPU kernels
+  GENAI_BRIDGE_MEMORY_LIMIT=BYTES        host memory the native CPU decoder treats as free
+  GENAI_BRIDGE_DEVICE_MEMORY_LIMIT=BYTES device memory the native CUDA decoder treats as free
+  GENAI_BRIDGE_KERNEL_CACHE=DIR|off      where compiled CUDA kernels are cached (default
+                                         $XDG_CACHE_HOME/genai-bridge/kernels)
+  The native CUDA decoder's A/B switches (GENAI_BRIDGE_CUDA_GRAPH and the rest) are listed,
+  with their values, in the `settings` object; docs/cuda.md says what each measured.
 A malformed value is an error naming the variable.";
 
 /// Every runtime setting, resolved: the caller's choice, else the environment's, else the
@@ -40,8 +49,9 @@ pub struct Settings {
     pub vram_budget: Option<BudgetSetting>,
     /// Whether the C ABI's log is on from the start.
     pub log: bool,
-    // Native decoder tuning (CUDA kernel choices, CPU instruction set) goes here, as the typed
-    // struct genai_backend_native defines, carried into its CPU and CUDA options.
+    /// The native decoders' tuning (CPU instruction set and memory limit, CUDA kernel choices
+    /// and A/B switches), carried into their CPU and CUDA options.
+    pub native: NativeTuning,
     // ONNX Runtime library search goes here, as the typed search genai_backend_ort defines.
 }
 
@@ -88,6 +98,7 @@ impl Settings {
             backend,
             vram_budget,
             log: Settings::log_enabled(env)?,
+            native: NativeTuning::from_lookup(env).map_err(native_setting)?,
         })
     }
 
@@ -120,11 +131,29 @@ impl Settings {
             Some(b) => format!("{} from {}", b.text, b.source),
             None => "none".into(),
         };
-        vec![
+        let mut all = vec![
             ("backend", backend.into()),
             ("vram_budget", budget),
             ("log", if self.log { "1" } else { "0" }.into()),
-        ]
+        ];
+        all.extend(self.native.effective_settings());
+        all
+    }
+}
+
+/// A malformed native tuning variable as the runtime's setting error (one message, naming it).
+fn native_setting(e: genai_backend_native::Error) -> Error {
+    match e {
+        genai_backend_native::Error::Setting {
+            name,
+            value,
+            expected,
+        } => Error::Setting {
+            name,
+            value,
+            why: format!("is not accepted: expected {expected}"),
+        },
+        other => Error::Native(other),
     }
 }
 

@@ -187,27 +187,35 @@ fn the_log_is_on_for_1_off_when_unset_or_0_and_anything_else_is_an_error() {
 fn every_setting_is_described_defaults_included() {
     let config = config_with_budget(None);
     let defaults = parse(&[], &config, &OpenOptions::default()).expect("defaults");
+    let described = defaults.describe();
     assert_eq!(
-        defaults.describe(),
-        vec![
+        described[..3],
+        [
             ("backend", "auto".to_string()),
             ("vram_budget", "none".to_string()),
             ("log", "0".to_string()),
         ]
     );
+    // Then every native tuning variable, under its own name, with its default.
+    let native: Vec<&str> = described[3..].iter().map(|(name, _)| *name).collect();
+    assert_eq!(native, genai_backend_native::settings::VARIABLES);
+    assert!(described.contains(&("GENAI_BRIDGE_CUDA_GRAPH", "1".to_string())));
     let set = parse(
         &[
             (BACKEND_ENV, "ort"),
             (VRAM_BUDGET_ENV, "50%"),
             (LOG_ENV, "1"),
+            ("GENAI_BRIDGE_CUDA_GRAPH", "0"),
         ],
         &config,
         &OpenOptions::default(),
     )
     .expect("set");
+    let described = set.describe();
+    assert!(described.contains(&("GENAI_BRIDGE_CUDA_GRAPH", "0".to_string())));
     assert_eq!(
-        set.describe(),
-        vec![
+        described[..3],
+        [
             ("backend", "ort".to_string()),
             (
                 "vram_budget",
@@ -215,5 +223,21 @@ fn every_setting_is_described_defaults_included() {
             ),
             ("log", "1".to_string()),
         ]
+    );
+}
+
+#[test]
+fn a_malformed_native_setting_is_one_error_naming_the_variable() {
+    let config = config_with_budget(None);
+    let err = parse(
+        &[("GENAI_BRIDGE_CUDA_GRAPH", "maybe")],
+        &config,
+        &OpenOptions::default(),
+    )
+    .expect_err("maybe is not 0 or 1");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("GENAI_BRIDGE_CUDA_GRAPH=\"maybe\" is not accepted: expected "),
+        "{text}"
     );
 }

@@ -4,6 +4,7 @@ use crate::cpu::model::NativeModel;
 use crate::cpu::state::CpuState;
 use crate::cpu::threads::ThreadPool;
 use crate::error::Error;
+use crate::settings::CpuTuning;
 use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions};
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
@@ -14,6 +15,8 @@ use std::sync::Arc;
 pub struct CpuOptions {
     /// Worker threads; all available cores when `None`.
     pub threads: Option<usize>,
+    /// The ISA cap and the host memory limit (`NativeTuning::from_lookup`).
+    pub tuning: CpuTuning,
 }
 
 /// A loaded model, shared by every generation on it.
@@ -21,6 +24,8 @@ pub struct CpuDecoder {
     model: Arc<NativeModel>,
     pool: Arc<ThreadPool>,
     info: BackendInfo,
+    /// Host memory treated as available at most (`CpuTuning::memory_limit`).
+    memory_limit: Option<u64>,
 }
 
 impl CpuDecoder {
@@ -34,7 +39,10 @@ impl CpuDecoder {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let pool = ThreadPool::new(threads)?;
-        let native = NativeModel::load(model, plan)?;
+        // The instruction set is a process-wide choice (`Isa::set_cap`): the last load's cap.
+        crate::cpu::kernels::Isa::set_cap(options.tuning.isa_cap);
+        let memory_limit = options.tuning.memory_limit;
+        let native = NativeModel::load(model, plan, memory_limit)?;
         let info = BackendInfo {
             backend: "native".into(),
             device: "cpu".into(),
@@ -48,6 +56,7 @@ impl CpuDecoder {
             model: Arc::new(native),
             pool: Arc::new(pool),
             info,
+            memory_limit,
         })
     }
 
@@ -64,6 +73,7 @@ impl Decoder for CpuDecoder {
             Arc::clone(&self.pool),
             options.batch,
             options.max_length,
+            self.memory_limit,
         )?))
     }
 

@@ -169,13 +169,18 @@ impl NativeModel {
         crate::estimate::prepared_bytes(plan, |_| 4, 5)
     }
 
-    /// Prepares every weight the plan names, after checking they fit in the memory available.
-    pub fn load(model: &OnnxModel, plan: &DecoderPlan) -> Result<Self, Error> {
+    /// Prepares every weight the plan names, after checking they fit in the memory available
+    /// (capped by `memory_limit` bytes when given).
+    pub fn load(
+        model: &OnnxModel,
+        plan: &DecoderPlan,
+        memory_limit: Option<u64>,
+    ) -> Result<Self, Error> {
         let dims = plan.dims;
         genai_engine::memory::ensure_fits(
             "the native decoder's prepared weights",
             Self::estimated_bytes(plan),
-            None,
+            memory_limit,
         )
         .map_err(|e| Error::Invalid {
             what: "model",

@@ -31,12 +31,13 @@ fn native(message: impl std::fmt::Display) -> Error {
 
 impl CpuState {
     /// Caches of `capacity` positions for `batch` rows, refused up front when they would not
-    /// fit in memory.
+    /// fit in memory (capped by `memory_limit` bytes when given).
     pub(crate) fn new(
         model: Arc<NativeModel>,
         pool: Arc<ThreadPool>,
         batch: usize,
         capacity: usize,
+        memory_limit: Option<u64>,
     ) -> Result<Self> {
         let mut bytes = 0u64;
         for layer in &model.layers {
@@ -44,13 +45,14 @@ impl CpuState {
                 "the KV cache",
                 &[batch, 2, layer.kv_heads, capacity, layer.head_size],
                 size_of::<f32>(),
+                memory_limit,
             )?;
             bytes = bytes.saturating_add(layer_bytes);
         }
         genai_engine::memory::ensure_fits(
             &format!("the native KV cache for {batch} row(s) of max_length {capacity}"),
             bytes,
-            None,
+            memory_limit,
         )?;
         let rows = (0..batch)
             .map(|_| Row {

@@ -16,13 +16,11 @@ use crate::cuda::kernels::{DevPtr, LinearShape, Ops, cfg, int, launch, launch_er
 use crate::cuda::memory::DevBuf;
 use crate::cuda::state::CHUNK;
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::cublas::{result as cublas, sys};
 use cudarc::driver::CudaStream;
 use std::ffi::c_void;
 use std::sync::Arc;
-
-/// Environment variable: `0` keeps the GEMV kernels for prompts (A/B runs).
-pub const PREFILL_GEMM_ENV: &str = "GENAI_BRIDGE_PREFILL_GEMM";
 
 /// cuBLAS workspace of a generation (what NVIDIA recommends for Hopper), given to the handle
 /// once so that no call allocates.
@@ -67,39 +65,24 @@ fn blas_error(what: &'static str) -> impl Fn(cublas::CublasError) -> Error {
     }
 }
 
-/// Whether the GEMMs are wanted: `option`, else the environment's value (`0`: no), else yes.
-fn wanted(option: Option<bool>, env: Option<&str>) -> bool {
-    option.unwrap_or_else(|| env.is_none_or(|v| v != "0"))
-}
-
-/// Whether prompts use the GEMMs (wanted, and cuBLAS works: a handle is made and dropped on
-/// `stream`), and the route reason saying so.
-pub(crate) fn choose(option: Option<bool>, stream: &CudaStream) -> (bool, String) {
-    let env = std::env::var(PREFILL_GEMM_ENV).ok();
-    if !wanted(option, env.as_deref()) {
+/// Whether prompts use the GEMMs (`tuning.prefill_gemm`, and cuBLAS works: a handle is made
+/// and dropped on `stream`), and the route reason saying so.
+pub(crate) fn choose(tuning: &CudaTuning, stream: &CudaStream) -> (bool, String) {
+    if !tuning.prefill_gemm {
         return (
             false,
             format!(
-                "prompt linear layers: GEMV kernels, cuBLAS GEMMs turned off \
-                 ({PREFILL_GEMM_ENV}=0 or CudaOptions::prefill_gemm)"
+                "prompt linear layers: GEMV kernels, cuBLAS GEMMs turned off ({}=0)",
+                crate::settings::PREFILL_GEMM
             ),
         );
     }
     match Handle::new(stream) {
         Ok(_) => (
             true,
-            [
-                parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()).err(),
-                int4::parse_skinny(std::env::var(int4::INT4_SKINNY_ENV).ok().as_deref()).err(),
-            ]
-            .into_iter()
-            .flatten()
-            .fold(
-                format!(
-                    "prompt linear layers: cuBLAS GEMMs for dense weights; {}",
-                    int4::route_note()
-                ),
-                |reason, why| format!("{reason}; {why}"),
+            format!(
+                "prompt linear layers: cuBLAS GEMMs for dense weights; {}",
+                int4::route_note(tuning.int4_skinny_rows)
             ),
         ),
         Err(why) => (
@@ -227,10 +210,11 @@ pub(crate) struct GemmScratch {
 
 impl GemmScratch {
     /// For dense layers `(type, k, n)` and CompFp32 int4 layers `(type dequantised to, k, n)`
-    /// run over up to `CHUNK` rows.
+    /// run over up to `CHUNK` rows, int4 layers dequantised `dequant_values` at a time.
     pub fn of(
         dense: impl IntoIterator<Item = (GemmType, usize, usize)>,
         int4: impl IntoIterator<Item = (GemmType, usize, usize)>,
+        dequant_values: usize,
     ) -> Self {
         let (mut k, mut n, mut dequant) = (0, 0, 0);
         let mut add = |ty: GemmType, lk: usize, ln: usize| {
@@ -244,7 +228,7 @@ impl GemmScratch {
         }
         for (ty, lk, ln) in int4 {
             add(ty, lk, ln);
-            dequant = dequant.max(dequant_cols(lk, ln) * lk * ty.size());
+            dequant = dequant.max(dequant_cols_in(lk, ln, dequant_values) * lk * ty.size());
         }
         GemmScratch {
             cast: CHUNK * k,
@@ -621,9 +605,7 @@ impl Ops<'_> {
 mod int4;
 mod slices;
 pub(crate) use int4::skinny_takes;
-pub use slices::DEQUANT_ENV;
-use slices::parse_dequant;
-pub(crate) use slices::{dequant_cols, dequant_values};
+pub(crate) use slices::dequant_cols_in;
 
 #[cfg(test)]
 mod tests;

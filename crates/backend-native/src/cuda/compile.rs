@@ -4,6 +4,7 @@
 //! inside a decode step.
 
 use crate::error::Error;
+use crate::settings::{CudaTuning, NvrtcDefine};
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 use sha2::{Digest, Sha256};
 use std::ffi::{CStr, CString};
@@ -36,12 +37,7 @@ pub const SOURCES: &[Source] = &[
     Source {
         family: "norm",
         code: include_str!("../../../../kernels/norm.cu"),
-        symbols: &[
-            "skip_norm_f32",
-            "skip_norm_split_f32",
-            "skip_norm_half_f32",
-            "skip_norm_fixed_f32",
-        ],
+        symbols: &["skip_norm_f32", "skip_norm_half_f32"],
     },
     Source {
         family: "rotary",
@@ -96,9 +92,6 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_pipe_f32",
             "gemv_decode_pipe_f16",
             "gemv_decode_pipe_bf16",
-            "gemv_staged_decode_f32",
-            "gemv_staged_decode_f16",
-            "gemv_staged_decode_bf16",
         ],
     },
     Source {
@@ -111,25 +104,9 @@ pub const SOURCES: &[Source] = &[
         ],
     },
     Source {
-        family: "mlp_fused",
-        code: include_str!("../../../../kernels/mlp_fused.cu"),
-        symbols: &[
-            "mlp_fused_f16",
-            "mlp_fused_bf16",
-            "mlp_walk_f16",
-            "mlp_walk_bf16",
-        ],
-    },
-    Source {
         family: "int4",
         code: include_str!("../../../../kernels/int4.cu"),
-        symbols: &[
-            "gemv_int4_f32",
-            "gemv_staged_decode_int4_f32",
-            "quantize_blocks_f32",
-            "gemv_int4_i8",
-            "gemv_staged_decode_int4_i8",
-        ],
+        symbols: &["gemv_int4_f32", "quantize_blocks_f32", "gemv_int4_i8"],
     },
     Source {
         family: "int4_decode",
@@ -144,10 +121,6 @@ pub const SOURCES: &[Source] = &[
             "gemv_decode_int4_mma_s16",
             "gemv_decode_int4_mma_wide",
             "gemv_decode_int4_mma_s16_wide",
-            "gemv_decode_int4_mma_split",
-            "gemv_decode_int4_mma_s16_split",
-            "gemv_decode_int4_mma_wide_split",
-            "gemv_decode_int4_mma_s16_wide_split",
         ],
     },
     Source {
@@ -185,9 +158,6 @@ pub const SOURCES: &[Source] = &[
     },
 ];
 
-/// Environment variable naming the kernel cache folder.
-pub const CACHE_ENV: &str = "GENAI_BRIDGE_KERNEL_CACHE";
-
 /// NVRTC options besides the architecture.
 const OPTIONS: &[&str] = &["--std=c++17", "-lineinfo"];
 
@@ -221,45 +191,35 @@ pub fn full_source(source: &Source) -> String {
     )
 }
 
-/// Environment variable: extra preprocessor definitions for every kernel family, as
-/// `NAME=VALUE` words separated by commas or spaces (for tuning experiments, e.g.
-/// `DEC_MIN_BLOCKS=10`). A word that is not a C identifier, `=` and a plain alphanumeric value
-/// fails every compile (and so the kernels' load) with the words named, so a typo never runs
-/// the default kernels under a tuning run's name. They enter the cache key like every option.
-pub const DEFINES_ENV: &str = "GENAI_BRIDGE_NVRTC_DEFINES";
-
-fn defines(list: &str) -> Result<Vec<String>, Error> {
-    let ident = |s: &str| {
-        s.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    let well_formed = |word: &str| {
-        word.split_once('=').is_some_and(|(name, value)| {
-            ident(name) && !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric())
-        })
-    };
-    let words: Vec<&str> = list.split([',', ' ']).filter(|w| !w.is_empty()).collect();
-    let bad: Vec<&str> = words.iter().copied().filter(|w| !well_formed(w)).collect();
-    if !bad.is_empty() {
-        return Err(crate::error::invalid(
-            DEFINES_ENV,
-            format!("not NAME=VALUE (a C identifier, '=', letters and digits): {bad:?}"),
-        ));
-    }
-    Ok(words.iter().map(|w| format!("-D{w}")).collect())
+/// What a load compiles with besides the sources: the tuning's NVRTC definitions (they enter
+/// the cache key like every option) and where the cubins are cached (none: every load
+/// compiles).
+#[derive(Debug, Clone, Default)]
+pub struct Build {
+    pub defines: Vec<NvrtcDefine>,
+    pub cache: Option<PathBuf>,
 }
 
-fn options(arch: &str) -> Result<Vec<String>, Error> {
+impl Build {
+    /// The build `tuning` asks for.
+    pub fn of(tuning: &CudaTuning) -> Build {
+        Build {
+            defines: tuning.nvrtc_defines.clone(),
+            cache: tuning.kernel_cache.clone(),
+        }
+    }
+}
+
+fn options(arch: &str, defines: &[NvrtcDefine]) -> Vec<String> {
     let mut all = vec![format!("--gpu-architecture={arch}")];
     all.extend(OPTIONS.iter().map(|s| s.to_string()));
-    all.extend(defines(&std::env::var(DEFINES_ENV).unwrap_or_default())?);
-    Ok(all)
+    all.extend(defines.iter().map(NvrtcDefine::option));
+    all
 }
 
-/// Compiles one family to a cubin for `arch` (e.g. `sm_90`), with no cache.
-pub fn compile(source: &Source, arch: &str) -> Result<Vec<u8>, Error> {
+/// Compiles one family to a cubin for `arch` (e.g. `sm_90`) with the preprocessor definitions
+/// `defines`, with no cache.
+pub fn compile(source: &Source, arch: &str, defines: &[NvrtcDefine]) -> Result<Vec<u8>, Error> {
     let fail = |message: String, log: String| Error::Nvrtc {
         family: source.family,
         arch: arch.to_string(),
@@ -274,7 +234,7 @@ pub fn compile(source: &Source, arch: &str) -> Result<Vec<u8>, Error> {
     let program = nvrtc::create_program(&code, Some(&name))
         .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}"), String::new()))?;
     let program = Program(program);
-    let opts = options(arch)?;
+    let opts = options(arch, defines);
     // SAFETY: `program` is a live program handle owned by `Program`; the options are valid
     // NUL-free strings (cudarc turns them into C strings for the call).
     let compiled = unsafe { nvrtc::compile_program(program.0, &opts) };
@@ -322,30 +282,23 @@ impl Drop for Program {
     }
 }
 
-/// The cache folder: `$GENAI_BRIDGE_KERNEL_CACHE`, else `$XDG_CACHE_HOME/genai-bridge/kernels`,
-/// else `$HOME/.cache/genai-bridge/kernels`.
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os(CACHE_ENV) {
-        return Some(PathBuf::from(dir));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("genai-bridge").join("kernels"))
-}
-
-/// The cache key of a family for `arch` (an error when the options are malformed).
-pub fn cache_key(source: &Source, arch: &str, nvrtc: (i32, i32)) -> Result<String, Error> {
+/// The cache key of a family for `arch` compiled with `defines`.
+pub fn cache_key(
+    source: &Source,
+    arch: &str,
+    nvrtc: (i32, i32),
+    defines: &[NvrtcDefine],
+) -> String {
     let mut hash = Sha256::new();
     hash.update(full_source(source).as_bytes());
-    for option in options(arch)? {
+    for option in options(arch, defines) {
         hash.update(b"\0");
         hash.update(option.as_bytes());
     }
     hash.update(format!("\0nvrtc {}.{}", nvrtc.0, nvrtc.1).as_bytes());
     let digest = hash.finalize();
     let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
-    Ok(format!("{}-{arch}-{hex}.cubin", source.family))
+    format!("{}-{arch}-{hex}.cubin", source.family)
 }
 
 /// How a family's cubin was obtained.
@@ -355,52 +308,34 @@ pub enum Origin {
     Compiled,
 }
 
-/// The family's cubin for `arch`: from the disk cache, else compiled and stored there (a
-/// cache that cannot be written only costs the next load a compile).
-pub fn cubin(source: &Source, arch: &str) -> Result<(Vec<u8>, Origin), Error> {
-    cubin_in(source, arch, cache_dir())
-}
-
-/// [`cubin`] with the cache in `dir` (none: no cache).
-pub fn cubin_in(
-    source: &Source,
-    arch: &str,
-    dir: Option<PathBuf>,
-) -> Result<(Vec<u8>, Origin), Error> {
+/// The family's cubin for `arch` under `build`: from its disk cache, else compiled and stored
+/// there (a cache that cannot be written only costs the next load a compile; no cache: always
+/// compiled).
+pub fn cubin(source: &Source, arch: &str, build: &Build) -> Result<(Vec<u8>, Origin), Error> {
     let version = nvrtc_version().map_err(|message| Error::Nvrtc {
         family: source.family,
         arch: arch.to_string(),
         message,
         log: String::new(),
     })?;
-    let key = cache_key(source, arch, version)?;
-    let path = dir.as_ref().map(|d| d.join(&key));
+    let key = cache_key(source, arch, version, &build.defines);
+    let path = build.cache.as_ref().map(|d| d.join(&key));
     if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok())
         && !bytes.is_empty()
     {
         return Ok((bytes, Origin::Cache));
     }
-    let bytes = compile(source, arch)?;
-    if let Some(dir) = dir {
-        store_in(&dir, source, arch, &bytes);
-    }
+    let bytes = compile(source, arch, &build.defines)?;
+    store(source, arch, &bytes, build);
     Ok((bytes, Origin::Compiled))
 }
 
-/// Writes a family's cubin to the cache (write then rename, so readers never see a partial
-/// file); a cache that cannot be written only costs the next load a compile.
-pub fn store(source: &Source, arch: &str, bytes: &[u8]) {
-    if let Some(dir) = cache_dir() {
-        store_in(&dir, source, arch, bytes);
-    }
-}
-
-fn store_in(dir: &std::path::Path, source: &Source, arch: &str, bytes: &[u8]) {
+/// Writes a family's cubin to `build`'s cache, if any (write then rename, so readers never see
+/// a partial file); a cache that cannot be written only costs the next load a compile.
+pub fn store(source: &Source, arch: &str, bytes: &[u8], build: &Build) {
+    let Some(dir) = &build.cache else { return };
     let Ok(version) = nvrtc_version() else { return };
-    let Ok(key) = cache_key(source, arch, version) else {
-        return;
-    };
-    let path = dir.join(key);
+    let path = dir.join(cache_key(source, arch, version, &build.defines));
     if std::fs::create_dir_all(dir).is_ok() {
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
@@ -428,26 +363,25 @@ mod tests {
     }
 
     #[test]
-    fn definitions_become_options_and_malformed_words_are_named() {
-        assert_eq!(
-            defines("DEC_MIN_BLOCKS=10, X_1=2  W=ok").expect("well formed"),
-            vec!["-DDEC_MIN_BLOCKS=10", "-DX_1=2", "-DW=ok"]
+    fn definitions_become_options_and_enter_the_key() {
+        let define = |name: &str, value: &str| NvrtcDefine {
+            name: name.into(),
+            value: value.into(),
+        };
+        let opts = options("sm_90", &[define("W_EVICT", "0"), define("X_1", "2")]);
+        assert!(opts.ends_with(&["-DW_EVICT=0".to_string(), "-DX_1=2".to_string()]));
+        let s = &SOURCES[0];
+        let plain = cache_key(s, "sm_90", (13, 0), &[]);
+        assert_ne!(
+            plain,
+            cache_key(s, "sm_90", (13, 0), &[define("W_EVICT", "0")])
         );
-        assert!(defines("").expect("empty").is_empty());
-        assert!(defines(" , ").expect("separators only").is_empty());
-        let err = defines("A=1 bad =3 9A=1 Y=a;b Z= W=ok")
-            .expect_err("malformed words")
-            .to_string();
-        for word in ["\"bad\"", "\"=3\"", "\"9A=1\"", "\"Y=a;b\"", "\"Z=\""] {
-            assert!(err.contains(word), "{err} names {word}");
-        }
-        assert!(!err.contains("W=ok") && !err.contains("\"A=1\""), "{err}");
     }
 
     #[test]
     fn the_key_depends_on_arch_and_version() {
         let s = &SOURCES[0];
-        let key = |arch, version| cache_key(s, arch, version).expect("no malformed options");
+        let key = |arch, version| cache_key(s, arch, version, &[]);
         let a = key("sm_90", (13, 0));
         assert_ne!(a, key("sm_80", (13, 0)));
         assert_ne!(a, key("sm_90", (13, 1)));

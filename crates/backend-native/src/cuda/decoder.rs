@@ -1,13 +1,12 @@
 //! The native CUDA decoder behind the engine's [`Decoder`] and [`DecodeBackend`] traits.
 //!
 //! Prompts run eagerly (in chunks of up to 256 tokens), their dense linear layers as cuBLAS
-//! GEMMs where cuBLAS loads (`CudaOptions::prefill_gemm = Some(false)` or
-//! `GENAI_BRIDGE_PREFILL_GEMM=0` keeps the GEMV kernels). Each single-token decode step runs as
+//! GEMMs where cuBLAS loads (`CudaTuning::prefill_gemm` false keeps the GEMV kernels). Each
+//! single-token decode step runs as
 //! one CUDA graph, captured at the generation's first decode step and replayed after: the
 //! host writes the token id and the position to device memory, launches the graph and reads the
 //! logits back. A capture that fails is counted with its reason and the generation continues
-//! eagerly; `CudaOptions::graph = Some(false)` (or `GENAI_BRIDGE_CUDA_GRAPH=0`) runs eagerly
-//! for A/B comparisons. Under a VRAM budget (or when the model does not fit the free device
+//! eagerly; `CudaTuning::graph` false runs eagerly for A/B comparisons. Under a VRAM budget (or when the model does not fit the free device
 //! memory) the weights that do not fit are streamed from page-locked host memory by the pager,
 //! inside the same captured step. `forward_choose` runs the same step and then chooses the
 //! token on the device (`choose.rs`): only its id comes back, and the next step is enqueued
@@ -15,21 +14,20 @@
 
 mod ahead;
 
-pub use ahead::RUN_AHEAD_ENV;
-
 use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{DevPtr, KV_F32_ENV, Kernels, KvKind, Ops, launch_error};
+use crate::cuda::kernels::{DevPtr, Kernels, KvKind, Ops, launch_error};
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
 use crate::cuda::state::{Buffers, CHUNK, enqueue, estimated_state_bytes};
-use crate::cuda::step_clock::{Point, StepEvents, StepSamples, step_events_requested};
+use crate::cuda::step_clock::{Point, StepEvents, StepSamples};
 use crate::error::Error;
 use crate::paging::{Reservation, VramBudget};
-use ahead::{Ahead, run_ahead_default};
+use crate::settings::{self, CudaTuning};
+use ahead::Ahead;
 use cudarc::driver::{CudaEvent, CudaStream};
 use genai_engine::{
     BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
@@ -40,19 +38,11 @@ use genai_onnx::OnnxModel;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Environment variable: `0` turns the decode-step graph off.
-pub const GRAPH_ENV: &str = "GENAI_BRIDGE_CUDA_GRAPH";
-
-/// Environment variable: `0` turns the device token choice off (full logits to the host).
-pub const DEVICE_SAMPLING_ENV: &str = "GENAI_BRIDGE_DEVICE_SAMPLING";
-
 /// Options of the native CUDA backend.
 #[derive(Debug, Clone, Default)]
 pub struct CudaOptions {
     /// Device ordinal.
     pub device: usize,
-    /// Capture the decode step as a CUDA graph; `None`: yes unless `GENAI_BRIDGE_CUDA_GRAPH=0`.
-    pub graph: Option<bool>,
     /// Device memory the decoder may use (weights, streaming slots, KV cache, workspace),
     /// shared with the other decoders given a budget on the device; what does not fit is
     /// streamed from host memory. `None`: streaming turns on only when the model does not fit
@@ -60,43 +50,10 @@ pub struct CudaOptions {
     pub vram_budget: Option<VramBudget>,
     /// Positions of KV cache the residency plan keeps room for (default: the model's).
     pub planned_length: Option<usize>,
-    /// Device memory to treat as free at most (default: what the driver reports, capped by
-    /// `GENAI_BRIDGE_DEVICE_MEMORY_LIMIT=BYTES` when set): leaves room for other programs, and
-    /// streaming turns on when the model does not fit in it.
-    pub device_memory_limit: Option<u64>,
-    /// Choose tokens on the device when the generator allows it (`forward_choose`); `None`:
-    /// yes unless `GENAI_BRIDGE_DEVICE_SAMPLING=0`.
-    pub device_sampling: Option<bool>,
-    /// Run prompts' dense linear layers as cuBLAS GEMMs (decode steps always use the GEMV
-    /// kernels); `None`: yes unless `GENAI_BRIDGE_PREFILL_GEMM=0`. Without cuBLAS: no, with
-    /// the reason in the route's reasons.
-    pub prefill_gemm: Option<bool>,
-    /// After a step whose token was chosen on the device, enqueue the next step on that token
-    /// before the host reads it (`decoder/ahead.rs`); `None`: yes unless
-    /// `GENAI_BRIDGE_RUN_AHEAD=0`. Not while weights stream or steps are timed
-    /// (`GENAI_BRIDGE_STEP_EVENTS=1`), nor without the step graph.
-    pub run_ahead: Option<bool>,
-}
-
-/// Environment variable: the most device memory the CUDA decoder treats as free, in bytes.
-pub const DEVICE_MEMORY_LIMIT_ENV: &str = "GENAI_BRIDGE_DEVICE_MEMORY_LIMIT";
-
-/// The device memory limit in effect: the option's, else the environment's (a value that does
-/// not parse as bytes is an error, not ignored).
-fn device_memory_limit(options: &CudaOptions) -> Result<Option<u64>, Error> {
-    if options.device_memory_limit.is_some() {
-        return Ok(options.device_memory_limit);
-    }
-    match std::env::var(DEVICE_MEMORY_LIMIT_ENV) {
-        Ok(text) if !text.trim().is_empty() => match VramBudget::parse(&text) {
-            Ok(VramBudget::Bytes(b)) => Ok(Some(b)),
-            _ => Err(Error::Invalid {
-                what: "GENAI_BRIDGE_DEVICE_MEMORY_LIMIT",
-                why: format!("\"{text}\" is not a number of bytes (e.g. 8000000000 or 8GB)"),
-            }),
-        },
-        _ => Ok(None),
-    }
+    /// Every tuning switch (graph, device choice, running ahead, prompt GEMMs, the device
+    /// memory limit, the kernel cache, the kernels' rules): `NativeTuning::from_lookup`, or
+    /// `Default` for what ships.
+    pub tuning: CudaTuning,
 }
 
 struct Shared {
@@ -115,7 +72,7 @@ struct Shared {
     /// Highest device memory in use seen (total minus free), sampled where this decoder
     /// allocates: after load, at each generation's start and after each graph capture.
     peak_device_bytes: AtomicU64,
-    /// Single-token steps are timed with events (`GENAI_BRIDGE_STEP_EVENTS=1`), into these.
+    /// Single-token steps are timed with events (`CudaTuning::step_events`), into these.
     time_steps: bool,
     step_samples: StepSamples,
 }
@@ -149,10 +106,11 @@ impl CudaDecoder {
         options: &CudaOptions,
     ) -> Result<Self, Error> {
         crate::cuda::check_plan(plan).map_err(|why| Error::Invalid { what: "plan", why })?;
+        let tuning = &options.tuning;
         let device = Device::open(options.device)?;
-        let mut kernels = Kernels::load(&device)?;
+        let mut kernels = Kernels::load(&device, tuning)?;
         let stream = device.ctx.default_stream();
-        let limit = device_memory_limit(options)?;
+        let limit = tuning.device_memory_limit;
         let driver_free = device.ctx.mem_get_info().map_or(0, |(free, _)| free as u64);
         let free = limit.map_or(driver_free, |l| l.min(driver_free));
         let planned_length = options
@@ -161,15 +119,16 @@ impl CudaDecoder {
             .clamp(1, plan.dims.max_positions.max(1));
         // Streaming may be needed: read the weights first, then plan where they go.
         let may_stream = options.vram_budget.is_some()
-            || estimated_bytes(plan) + estimated_state_bytes(plan, planned_length) > free;
-        let mut dev_model = DevModel::load(&stream, model, plan, !may_stream)?;
+            || estimated_bytes(plan) + estimated_state_bytes(plan, planned_length, tuning) > free;
+        let mut dev_model = DevModel::load(&stream, model, plan, !may_stream, tuning)?;
         let layer_linears = dev_model.layers.iter().flat_map(|l| l.linears());
         kernels.fit_gemv_rule(layer_linears.filter_map(|l| l.one_row_dense()));
         let last_qkv = dev_model.layers.iter().filter_map(|l| l.qkv.parts.last());
         kernels.fit_attention_rule(last_qkv.filter_map(|(p, _)| p.one_row_dense()));
-        let (prefill_gemm, gemm_reason) = blas::choose(options.prefill_gemm, &stream);
+        let (prefill_gemm, gemm_reason) = blas::choose(tuning, &stream);
         let residency = if may_stream {
-            let state_bytes = Buffers::bytes(&dev_model, planned_length, prefill_gemm) as u64;
+            let state_bytes =
+                Buffers::bytes(&dev_model, planned_length, prefill_gemm, tuning) as u64;
             residency::place(
                 &device,
                 options.device,
@@ -186,12 +145,7 @@ impl CudaDecoder {
             what: "weight upload",
             message: format!("{e:?}"),
         })?;
-        let graph = options
-            .graph
-            .unwrap_or_else(|| std::env::var(GRAPH_ENV).map_or(true, |v| v != "0"));
-        let device_choice = options
-            .device_sampling
-            .unwrap_or_else(|| std::env::var(DEVICE_SAMPLING_ENV).map_or(true, |v| v != "0"));
+        let (graph, device_choice) = (tuning.graph, tuning.device_sampling);
         let mut reasons = vec![format!(
             "native CUDA decoder on {}, kernels: {} compiled, {} from the cache; {:.1} MB \
                  of weights per token; decode step {}",
@@ -207,16 +161,16 @@ impl CudaDecoder {
         )];
         reasons.push(gemm_reason);
         reasons.push(kernels.decode.describe());
-        let kv = KvKind::chosen(dev_model.act);
+        let kv = KvKind::chosen(dev_model.act, tuning.kv_f32);
         reasons.push(format!(
-            "KV cache in {} ({} bytes a value; {KV_F32_ENV}=1 keeps it in f32)",
+            "KV cache in {} ({} bytes a value; {}=1 keeps it in f32)",
             kv.name(),
-            kv.bytes()
+            kv.bytes(),
+            settings::KV_F32
         ));
         let head_sizes: Vec<usize> = dev_model.layers.iter().map(|l| l.head_size).collect();
         reasons.push(kernels.prompt.describe(kv, dev_model.act, &head_sizes));
         reasons.push(kernels.describe_one_row());
-        reasons.push(crate::cuda::state::describe_mlp(&kernels, &dev_model));
         reasons.extend(residency.reason.clone());
         let info = BackendInfo {
             backend: "native".into(),
@@ -232,9 +186,9 @@ impl CudaDecoder {
             graph,
             device_choice,
             prefill_gemm,
-            run_ahead: graph && options.run_ahead.unwrap_or_else(run_ahead_default),
+            run_ahead: graph && tuning.run_ahead,
             peak_device_bytes: AtomicU64::new(0),
-            time_steps: step_events_requested(),
+            time_steps: tuning.step_events,
             step_samples: StepSamples::default(),
         };
         shared.sample_memory();
@@ -282,7 +236,8 @@ impl CudaDecoder {
         let reservation = match &self.shared.residency.budget {
             Some(budget) => {
                 let gemm = self.shared.prefill_gemm;
-                let bytes = Buffers::bytes(model, options.max_length, gemm) as u64;
+                let tuning = &self.shared.kernels.tuning;
+                let bytes = Buffers::bytes(model, options.max_length, gemm, tuning) as u64;
                 Some(budget.reserve(bytes).map_err(|_| Error::Invalid {
                     what: "VRAM budget",
                     why: format!(
@@ -297,7 +252,8 @@ impl CudaDecoder {
             }
             None => None,
         };
-        let buffers = Buffers::new(&stream, model, options.max_length, self.shared.prefill_gemm)?;
+        let (gemm, tuning) = (self.shared.prefill_gemm, &self.shared.kernels.tuning);
+        let buffers = Buffers::new(&stream, model, options.max_length, gemm, tuning)?;
         self.shared.sample_memory();
         let clock = if self.shared.time_steps {
             Some(StepEvents::new(&self.shared.device.ctx)?)

@@ -6,7 +6,7 @@
 
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
-    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, launch_error as cuda, split_bytes,
+    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, launch_error as cuda,
 };
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
@@ -28,29 +28,23 @@ pub enum BenchWeights {
     Fp16,
     /// MatMulNBits int4 as CompFp32 layers hold it on the device: block 32, f32 scales (with
     /// `half_scales` the f16 ones the tensor-core kernel then reads), and with `zero_points`
-    /// f32 integral zero points (the tensor-core kernel where it fits); with `split_x` that
-    /// kernel reads x split by the norm before it (no stage; the norm's own cost not counted).
+    /// f32 integral zero points (the tensor-core kernel where it fits).
     Int4 {
         zero_points: bool,
         half_scales: bool,
-        split_x: bool,
     },
 }
 
 impl BenchWeights {
     /// The `--weights` name: fp16, int4, int4-sym (no zero points), then for int4 `-s16` for
-    /// f16 scales and `-split` for x split by the norm, in that order.
+    /// f16 scales.
     pub fn parse(name: &str) -> Option<Self> {
-        let (name, split_x) = match name.strip_suffix("-split") {
-            Some(base) => (base, true),
-            None => (name, false),
-        };
         let (base, half_scales) = match name.strip_suffix("-s16") {
             Some(base) => (base, true),
             None => (name, false),
         };
         let zero_points = match base {
-            "fp16" if !half_scales && !split_x => return Some(BenchWeights::Fp16),
+            "fp16" if !half_scales => return Some(BenchWeights::Fp16),
             "int4" => true,
             "int4-sym" => false,
             _ => return None,
@@ -58,7 +52,6 @@ impl BenchWeights {
         Some(BenchWeights::Int4 {
             zero_points,
             half_scales,
-            split_x,
         })
     }
 
@@ -69,12 +62,10 @@ impl BenchWeights {
             BenchWeights::Int4 {
                 zero_points,
                 half_scales,
-                split_x,
             } => format!(
-                "int4{}{}{}",
+                "int4{}{}",
                 if zero_points { "" } else { "-sym" },
-                if half_scales { "-s16" } else { "" },
-                if split_x { "-split" } else { "" }
+                if half_scales { "-s16" } else { "" }
             ),
         }
     }
@@ -182,19 +173,19 @@ const LAUNCH_FLOOR: usize = 256;
 /// Times each case on device `ordinal`. fp16: once per entry of `splits` (None: the decode
 /// rule's kernel and split; 1, 2 and 4 run with both one-row kernels; other values are
 /// skipped); int4: the rule's kernel and split only. `reps` timed replays each. `copies`:
-/// the weight copies the launches cycle through (None: enough to defeat the L2).
+/// the weight copies the launches cycle through (None: enough to defeat the L2). The kernels
+/// load under `tuning` (its NVRTC definitions, rules and kernel cache).
 pub fn time_gemvs(
     ordinal: usize,
     cases: &[GemvCase],
     weights: BenchWeights,
-    splits: &[Option<usize>],
-    reps: usize,
-    copies: Option<usize>,
+    (splits, reps, copies): (&[Option<usize>], usize, Option<usize>),
+    tuning: &crate::settings::CudaTuning,
 ) -> Result<Vec<GemvTiming>, Error> {
     use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
     let device = Device::open(ordinal)?;
     let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
-    let kernels = Kernels::load(&device)?;
+    let kernels = Kernels::load(&device, tuning)?;
     let l2 = device
         .ctx
         .attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
@@ -274,13 +265,7 @@ pub fn time_gemvs(
             BenchWeights::Int4 {
                 zero_points,
                 half_scales,
-                split_x,
             } => {
-                // x split as a norm leaves it (zeros, factor 0: timing only).
-                let split = split_x
-                    .then(|| DevBuf::<u8>::zeros(&stream, split_bytes(case.k)))
-                    .transpose()?;
-                let x_split = split.as_ref().map_or(0, |b| b.ptr);
                 let blocks_per_row = case.k.div_ceil(INT4_BLOCK);
                 let per_row = case.n * blocks_per_row;
                 let parts = (0..copies)
@@ -298,7 +283,7 @@ pub fn time_gemvs(
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
                 let (kernel, config, split, _) =
-                    ops.int4_one_row(&shape, INT4_BLOCK, true, (half_scales, split_x), None)?;
+                    ops.int4_one_row(&shape, INT4_BLOCK, true, half_scales, None)?;
                 let timing = time_graph(&stream, launches, reps, |i| {
                     let (packed, scales, scales_f16, zp) = &parts[i % copies];
                     ops.gemv_int4_f32(
@@ -307,7 +292,6 @@ pub fn time_gemvs(
                             block: INT4_BLOCK,
                             integral_zp: true,
                             scales_f16: scales_f16.as_ref().map_or(0, |s| s.ptr),
-                            x_split,
                         },
                         x.ptr,
                         0,
@@ -378,27 +362,11 @@ mod tests {
 
     #[test]
     fn weight_names_round_trip_and_unknown_ones_are_refused() {
-        for name in [
-            "fp16",
-            "int4",
-            "int4-sym",
-            "int4-s16",
-            "int4-sym-s16",
-            "int4-sym-s16-split",
-            "int4-split",
-        ] {
+        for name in ["fp16", "int4", "int4-sym", "int4-s16", "int4-sym-s16"] {
             let w = BenchWeights::parse(name).expect("a --weights name");
             assert_eq!(w.name(), name);
         }
-        for name in [
-            "fp16-s16",
-            "int8",
-            "",
-            "int4-s16-s16",
-            "INT4",
-            "fp16-split",
-            "int4-split-s16",
-        ] {
+        for name in ["fp16-s16", "int8", "", "int4-s16-s16", "INT4", "int4-split"] {
             assert_eq!(BenchWeights::parse(name), None, "{name}");
         }
     }

@@ -234,7 +234,7 @@ pub(crate) struct Parts {
     pub main: usize,
     /// f32 block scales (int4).
     pub scales: Option<usize>,
-    /// The same scales as f16 bits, where kept ([`INT4_SCALES_ENV`]).
+    /// The same scales as f16 bits, where kept ([`HostLinear::into_image_with`]).
     pub scales_f16: Option<usize>,
     /// f32 zero points (int4, float path).
     pub zp_f32: Option<usize>,
@@ -264,13 +264,6 @@ fn append(image: &mut Vec<u8>, data: impl IntoIterator<Item = u8>) -> usize {
     offset
 }
 
-/// By default CompFp32 int4 layers the tensor-core kernel suits keep the model's f16 scales
-/// (where every scale is exactly an f16) beside the f32 ones, and one-row steps read those
-/// (`gemv_decode_int4_mma_s16`): half the scale bytes for the same values, for that part's room
-/// in device memory. Set to `f32` to keep only the f32 scales (measured 2-3% slower on the
-/// H200's 1.5B/8B int4 shapes).
-pub const INT4_SCALES_ENV: &str = "GENAI_BRIDGE_INT4_SCALES";
-
 /// The scales as f16 bits when every one is exactly an f16, else None.
 fn f16_scales(scales: &[f32]) -> Option<Vec<u16>> {
     scales
@@ -294,14 +287,13 @@ fn f32_bytes(values: &[f32]) -> impl Iterator<Item = u8> + '_ {
 }
 
 impl HostLinear {
-    /// The layer as one image (the dense values are moved, not copied); f16 scales kept unless
-    /// [`INT4_SCALES_ENV`] says `f32`.
-    pub fn into_image(self) -> Image {
-        let half = !std::env::var(INT4_SCALES_ENV).is_ok_and(|v| v == "f32");
-        self.into_image_with(half)
-    }
-
-    /// [`HostLinear::into_image`], keeping f16 scales where `half_scales` and the layer suit.
+    /// The layer as one image (the dense values are moved, not copied), keeping f16 scales
+    /// where `half_scales` (`CudaTuning::int4_half_scales`, the default) and the layer suit:
+    /// CompFp32 int4 layers the tensor-core kernel suits keep the model's f16 scales (where
+    /// every scale is exactly an f16) beside the f32 ones, and one-row steps read those
+    /// (`gemv_decode_int4_mma_s16`): half the scale bytes for the same values, for that part's
+    /// room in device memory. Only the f32 scales measured 2-3% slower on the H200's 1.5B/8B int4
+    /// shapes (CUDA_NOTES round 13).
     pub fn into_image_with(self, half_scales: bool) -> Image {
         let (mut bytes, form, mut parts) = match self.weight {
             HostWeight::Dense { kernel, nk } => (nk, Form::Dense { kernel }, Parts::default()),

@@ -8,6 +8,7 @@ use crate::cuda::compile::{self, Origin, SOURCES};
 use crate::cuda::device::Device;
 use crate::cuda::pager::PagerPass;
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
@@ -16,7 +17,6 @@ mod decode;
 mod int4;
 mod int4_mma;
 mod kv;
-mod mlp;
 mod one_row;
 mod prompt;
 mod rows;
@@ -24,11 +24,8 @@ mod shared;
 mod waves;
 pub(crate) use decode::{DecodeCall, DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use int4::Int4Fp32;
-pub(crate) use int4_mma::{int4_mma_form, split_bytes};
-pub(crate) use kv::{KV_F32_ENV, KvCache, KvKind};
-pub(crate) use mlp::{
-    ACC_WORDS, FusedMlp, MLP_FUSED_ENV, MlpForm, WALK_SPAN, fused_entry, walk_shape_fits,
-};
+pub(crate) use int4_mma::int4_mma_form;
+pub(crate) use kv::{KvCache, KvKind};
 pub(crate) use one_row::{DecodeGemv, OneRow, RowKernel};
 use one_row::{PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
 pub(crate) use prompt::{PromptAttention, PromptKernel, mma_spans};
@@ -44,12 +41,12 @@ pub(crate) struct Kernels {
     pub compiled: usize,
     pub cached: usize,
     /// Whether launches may be programmatic dependent launches: the device is sm_90 or later
-    /// and `GENAI_BRIDGE_PDL` is not `0`.
+    /// and `CudaTuning::pdl` allows them.
     pub pdl: bool,
-    /// Which kernel one-row linear layers use (`GENAI_BRIDGE_DECODE_GEMV`; the default is
+    /// Which kernel one-row linear layers use (`CudaTuning::decode_gemv`; the default is
     /// fitted to a model by `fit_gemv_rule`).
     pub decode_gemv: DecodeGemv,
-    /// Whether `GENAI_BRIDGE_DECODE_GEMV` named the rule (then no model changes it).
+    /// Whether the tuning named the rule (then no model changes it).
     decode_gemv_named: bool,
     /// The shared memory and clusters the decode-attention kernel may use here.
     pub decode: decode::DecodeDevice,
@@ -58,10 +55,8 @@ pub(crate) struct Kernels {
     /// Whether the device has the mma.sync tensor-core products (sm_80 or later), which the
     /// kernels that use them compile out before.
     pub mma: bool,
-    /// One-row plans named by shape (`GENAI_BRIDGE_ROW_PLAN`), over any rule's, and the
-    /// switch's pairs that did not parse.
+    /// One-row plans named by shape (`CudaTuning::row_plans`), over any rule's.
     row_plans: HashMap<(usize, usize), OneRow>,
-    row_plans_ignored: Vec<String>,
     /// Blocks of each one-row dense GEMV the device holds at once (the `waves` split rule).
     resident: HashMap<&'static str, usize>,
     /// The device's SMs, and the dynamic shared memory a block of `gemv_decode_shared_*` may
@@ -74,12 +69,10 @@ pub(crate) struct Kernels {
     /// Where the tensor-core int4 kernels may run here, and which of their entries a launch
     /// takes.
     pub int4_mma: int4_mma::Int4Mma,
-    /// Whether the one-row MLP may run as one launch here (`GENAI_BRIDGE_MLP_FUSED`).
-    pub mlp: mlp::MlpFused,
+    /// The tuning the kernels were loaded under (what launches read of it: the dequantised
+    /// slices' width, the skinny kernel's rows).
+    pub tuning: CudaTuning,
 }
-
-/// Set to `0` to launch every kernel only after the one before it has completed.
-pub const PDL_ENV: &str = "GENAI_BRIDGE_PDL";
 
 /// Opts `f` (with `fixed` bytes of static shared memory) into the device's largest dynamic
 /// shared memory per block when that is more than `floor` bytes: the dynamic bytes a launch may
@@ -124,15 +117,18 @@ impl Kernels {
         self.sms
     }
 
-    /// Compiles (or reads from the cache) and loads every family for the device. Families
-    /// compile in parallel (NVRTC programs are independent); a cached cubin the driver rejects
-    /// is compiled again.
-    pub fn load(device: &Device) -> Result<Kernels, Error> {
+    /// Compiles (or reads from the cache) and loads every family for the device under
+    /// `tuning` (its NVRTC definitions and kernel cache, its rules). Families compile in
+    /// parallel (NVRTC programs are independent); a cached cubin the driver rejects is
+    /// compiled again.
+    pub fn load(device: &Device, tuning: &CudaTuning) -> Result<Kernels, Error> {
         let arch = device.arch.as_str();
+        let build = compile::Build::of(tuning);
         let cubins: Vec<Result<(Vec<u8>, Origin), Error>> = std::thread::scope(|scope| {
+            let build = &build;
             let jobs: Vec<_> = SOURCES
                 .iter()
-                .map(|source| scope.spawn(move || compile::cubin(source, arch)))
+                .map(|source| scope.spawn(move || compile::cubin(source, arch, build)))
                 .collect();
             jobs.into_iter()
                 .map(|job| {
@@ -159,8 +155,8 @@ impl Kernels {
                 }
                 Err(_) if origin == Origin::Cache => {
                     compiled += 1;
-                    let fresh = compile::compile(source, arch)?;
-                    compile::store(source, arch, &fresh);
+                    let fresh = compile::compile(source, arch, &build.defines)?;
+                    compile::store(source, arch, &fresh, &build);
                     device
                         .ctx
                         .load_module(Ptx::from_binary(fresh))
@@ -184,43 +180,34 @@ impl Kernels {
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        let decode = decode::DecodeDevice::probe(&device.ctx, device.major, &attention);
-        let prompt = prompt::PromptDevice::probe(&device.ctx, device.major, &functions)?;
-        let int4_mma = int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions);
-        let named = DecodeGemv::from_env();
+        let decode = decode::DecodeDevice::probe(&device.ctx, device.major, &attention, tuning);
+        let prompt = prompt::PromptDevice::probe(&device.ctx, device.major, &functions, tuning);
+        let int4_mma =
+            int4_mma::Int4Mma::probe(&device.ctx, device.major, &functions, tuning.int4_mma);
+        let named = tuning.decode_gemv;
         let decode_gemv = named.unwrap_or(DecodeGemv::Shared);
-        // Only the `waves` and `pipe` rules need the resident block counts (occupancy queries
-        // at load).
-        let resident = match decode_gemv {
-            DecodeGemv::Waves
-            | DecodeGemv::Pipe
-            | DecodeGemv::OneWave
-            | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk => waves::resident_blocks(&device.ctx, &functions),
-            _ => HashMap::new(),
-        };
-        let (row_plans, row_plans_ignored) = one_row::row_plans_from_env();
+        // Every rule plans with the resident block counts (occupancy queries at load).
+        let resident = waves::resident_blocks(&device.ctx, &functions);
+        let row_plans = one_row::row_plans(&tuning.row_plans);
         let sms = waves::multiprocessors(&device.ctx);
         let shared_max = shared::prepare(&device.ctx, &functions);
-        let mlp = mlp::MlpFused::probe(&device.ctx, device.major, &functions);
         Ok(Kernels {
             functions,
             compiled,
             cached,
-            pdl: device.major >= 9 && std::env::var(PDL_ENV).map_or(true, |v| v != "0"),
+            pdl: device.major >= 9 && tuning.pdl,
             decode_gemv,
             decode_gemv_named: named.is_some(),
             decode,
             prompt,
             mma: device.major >= 8,
             row_plans,
-            row_plans_ignored,
             resident,
             sms,
             shared_max,
             shared_per_sm: Default::default(),
             int4_mma,
-            mlp,
+            tuning: tuning.clone(),
         })
     }
 
@@ -234,16 +221,6 @@ impl Kernels {
             what: "kernel lookup",
             message: format!("{name} is not loaded"),
         })
-    }
-}
-
-/// The one-row (decode) entry of a dense linear kernel.
-fn staged_kernel(kind: &'static str) -> &'static str {
-    match kind {
-        "gemv_f32" => "gemv_staged_decode_f32",
-        "gemv_f16" => "gemv_staged_decode_f16",
-        "gemv_bf16" => "gemv_staged_decode_bf16",
-        other => other,
     }
 }
 
@@ -514,15 +491,13 @@ impl Ops<'_> {
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        if s.m == 1 && self.k.decode_gemv != DecodeGemv::Staged {
+        if s.m == 1 {
             // gemv_one_row checks the shape itself.
             let plan = self.k.one_row_plan(kind, &s);
             return self.gemv_one_row(kind, w, x, bias, y, s, act, plan);
         }
         let (m, k, n, ldx, ldy, split) = s.check()?;
-        let f = self
-            .k
-            .get(if s.m == 1 { staged_kernel(kind) } else { kind })?;
+        let f = self.k.get(kind)?;
         let shared = s.stage_f32(s.k.next_multiple_of(8));
         launch!(
             self,

@@ -24,9 +24,8 @@ pub mod step_timing;
 mod support;
 mod weights;
 
-pub use blas::{PREFILL_GEMM_ENV, cublas_available};
-pub use decoder::{CudaDecoder, CudaOptions, DEVICE_SAMPLING_ENV, GRAPH_ENV, RUN_AHEAD_ENV};
+pub use blas::cublas_available;
+pub use decoder::{CudaDecoder, CudaOptions};
 pub use device::probe;
 pub use graph::GraphCounters;
-pub use step_clock::STEP_EVENTS_ENV;
 pub use support::check_plan;

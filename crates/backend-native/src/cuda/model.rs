@@ -8,6 +8,7 @@ use crate::cuda::pinned::PinnedBuf;
 use crate::cuda::weights::DevLinear;
 use crate::error::Error;
 use crate::paging::{WeightKind, WeightUse};
+use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
 use genai_frontend::{Activation, DecoderPlan, Mlp, Norm, NormKind, Qkv, Weight, WeightDType};
 use genai_onnx::OnnxModel;
@@ -216,19 +217,20 @@ pub(crate) fn act_of(plan: &DecoderPlan) -> i32 {
 fn stacked(
     model: &OnnxModel,
     linears: &[&genai_frontend::Linear],
+    half_scales: bool,
 ) -> Result<Vec<(DevLinear, usize)>, Error> {
     let host = linears
         .iter()
         .map(|l| HostLinear::load(model, l))
         .collect::<Result<Vec<_>, _>>()?;
     match HostLinear::concat(host) {
-        Ok(one) => Ok(vec![(DevLinear::prepare(one), 0)]),
+        Ok(one) => Ok(vec![(DevLinear::prepare(one, half_scales), 0)]),
         Err(parts) => {
             let mut col = 0;
             let mut out = Vec::new();
             for p in parts {
                 let n = p.n;
-                out.push((DevLinear::prepare(p), col));
+                out.push((DevLinear::prepare(p, half_scales), col));
                 col += n;
             }
             Ok(out)
@@ -240,6 +242,7 @@ fn load_layer(
     s: &Arc<CudaStream>,
     model: &OnnxModel,
     layer: &genai_frontend::Layer,
+    half_scales: bool,
 ) -> Result<DevLayer, Error> {
     let a = &layer.attention;
     let hs = a.head_size;
@@ -251,9 +254,9 @@ fn load_layer(
                     why: format!("widths {q}/{k}/{v} do not match the heads"),
                 });
             }
-            vec![(DevLinear::read(model, linear)?, 0)]
+            vec![(DevLinear::read(model, linear, half_scales)?, 0)]
         }
-        Qkv::Separate { q, k, v } => stacked(model, &[q, k, v])?,
+        Qkv::Separate { q, k, v } => stacked(model, &[q, k, v], half_scales)?,
     };
     let mlp = match &layer.mlp {
         Mlp::Gated {
@@ -264,13 +267,16 @@ fn load_layer(
         } => {
             let host = vec![HostLinear::load(model, gate)?, HostLinear::load(model, up)?];
             let (parts, glu) = match HostLinear::concat(host) {
-                Ok(one) => (vec![(DevLinear::prepare(one.interleave_halves()), 0)], true),
+                Ok(one) => (
+                    vec![(DevLinear::prepare(one.interleave_halves(), half_scales), 0)],
+                    true,
+                ),
                 Err(parts) => {
                     let mut out = Vec::new();
                     let mut col = 0;
                     for p in parts {
                         let n = p.n;
-                        out.push((DevLinear::prepare(p), col));
+                        out.push((DevLinear::prepare(p, half_scales), col));
                         col += n;
                     }
                     (out, false)
@@ -278,7 +284,7 @@ fn load_layer(
             };
             DevMlp {
                 parts,
-                down: DevLinear::read(model, down)?,
+                down: DevLinear::read(model, down, half_scales)?,
                 width: gate.n,
                 gated: true,
                 glu,
@@ -299,8 +305,8 @@ fn load_layer(
                 });
             }
             DevMlp {
-                parts: vec![(DevLinear::prepare(host.interleave_halves()), 0)],
-                down: DevLinear::read(model, down)?,
+                parts: vec![(DevLinear::prepare(host.interleave_halves(), half_scales), 0)],
+                down: DevLinear::read(model, down, half_scales)?,
                 width: *width,
                 gated: true,
                 glu: true,
@@ -312,8 +318,8 @@ fn load_layer(
             down,
             activation,
         } => DevMlp {
-            parts: vec![(DevLinear::read(model, up)?, 0)],
-            down: DevLinear::read(model, down)?,
+            parts: vec![(DevLinear::read(model, up, half_scales)?, 0)],
+            down: DevLinear::read(model, down, half_scales)?,
             width: up.n,
             gated: false,
             glu: false,
@@ -326,7 +332,7 @@ fn load_layer(
         qkv: DevQkv { parts: qkv },
         q_norm: norm(&a.q_norm)?,
         k_norm: norm(&a.k_norm)?,
-        output: DevLinear::read(model, &a.output)?,
+        output: DevLinear::read(model, &a.output, half_scales)?,
         heads: a.heads,
         kv_heads: a.kv_heads,
         head_size: hs,
@@ -358,13 +364,16 @@ impl DevModel {
         model: &OnnxModel,
         plan: &DecoderPlan,
         upload: bool,
+        tuning: &CudaTuning,
     ) -> Result<Self, Error> {
         let dims = plan.dims;
+        // f16 scales kept beside the f32 ones where a layer suits them (`host.rs`).
+        let half_scales = tuning.int4_half_scales;
         let layers = plan
             .layers
             .iter()
             .map(|l| {
-                let mut layer = load_layer(stream, model, l)?;
+                let mut layer = load_layer(stream, model, l, half_scales)?;
                 if upload {
                     for linear in layer.linears_mut() {
                         linear.upload(stream)?;
@@ -399,7 +408,7 @@ impl DevModel {
             Some(p) => Some(DevBuf::from_host(stream, &tensor_f32(model, p)?)?),
             None => None,
         };
-        let mut lm_head = DevLinear::read(model, &plan.lm_head)?;
+        let mut lm_head = DevLinear::read(model, &plan.lm_head, half_scales)?;
         lm_head.upload(stream)?;
         let mut embedding = DevTable {
             bytes: embedding.len() * 4,

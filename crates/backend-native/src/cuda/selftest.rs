@@ -1,8 +1,7 @@
 //! Per-kernel checks of the CUDA kernels against the CPU kernels (the oracle) on seeded random
 //! inputs: dense and int4 linear layers (`linear.rs`, `int4.rs`), the prompt GEMMs through cuBLAS
 //! (`gemm.rs`; int4 `gemm_int4.rs`), attention over a split KV cache, the fused decode attention (`decode.rs`),
-//! argmax, the device token choice against the host's (`sampling.rs`), and the norm's output
-//! split for the int4 tensor-core GEMV (`split.rs`, bitwise). Run by
+//! argmax and the device token choice against the host's (`sampling.rs`). Run by
 //! `tests/cuda_kernels.rs` on a GPU machine; each check reports its largest difference.
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
@@ -14,6 +13,7 @@ use crate::cuda::kernels::{
 };
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
 use halves::host_half;
 use std::sync::Arc;
@@ -25,9 +25,7 @@ mod gemm_int4;
 mod halves;
 mod int4;
 mod linear;
-mod mlp;
 mod sampling;
-mod split;
 
 /// One check's outcome.
 #[derive(Debug, Clone)]
@@ -113,15 +111,16 @@ impl Ctx {
     }
 }
 
-/// Runs every check on device `ordinal`.
-pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
+/// Runs every check on device `ordinal`, the kernels loaded under `tuning` (their rules and
+/// definitions; `CudaTuning::default()` for what ships).
+pub fn run(ordinal: usize, tuning: &CudaTuning) -> Result<Vec<Check>, Error> {
     let device = Device::open(ordinal)?;
     let ctx = Ctx {
         stream: device.ctx.new_stream().map_err(|e| Error::Cuda {
             what: "stream",
             message: format!("{e:?}"),
         })?,
-        kernels: Kernels::load(&device)?,
+        kernels: Kernels::load(&device, tuning)?,
         pool: ThreadPool::new(2)?,
     };
     let mut checks = Vec::new();
@@ -132,9 +131,7 @@ pub fn run(ordinal: usize) -> Result<Vec<Check>, Error> {
     for case in int4::cases() {
         checks.push(int4::check(&ctx, &mut rng, case)?);
     }
-    checks.extend(split::checks(&ctx, &mut rng)?);
     checks.extend(halves::norm_checks(&ctx, &mut rng)?);
-    checks.extend(mlp::checks(&ctx, &mut rng)?);
     checks.extend(gemm::checks(&ctx, &mut rng)?);
     for case in prompt_cases() {
         checks.extend(attention(&ctx, &mut rng, case)?);

@@ -3,22 +3,17 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-mod mlp;
-
-use crate::cuda::blas::{
-    Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half, dequant_values,
-};
+use crate::cuda::blas::{Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half};
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
-    ACC_WORDS, DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention, split_bytes,
+    DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention,
 };
 use crate::cuda::memory::DevBuf;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
-pub(crate) use mlp::describe_mlp;
-use mlp::fused_mlp;
 use std::sync::Arc;
 
 /// Most tokens one forward pass takes; longer prompts run in chunks.
@@ -41,14 +36,8 @@ pub(crate) struct Buffers {
     part: DevBuf<f32>,
     /// Attention tickets `[CHUNK, heads]`, zero between launches.
     counts: DevBuf<i32>,
-    /// One normed row split into f16 halves for the tensor-core int4 GEMVs after the norm
-    /// (`QuantScratch::x_split`).
-    x_split: DevBuf<u8>,
     gu: DevBuf<f32>,
     h: DevBuf<f32>,
-    /// The fused MLP's fixed-point sums (`ACC_WORDS` words a hidden value), zero between
-    /// launches (the norm reading them clears them).
-    acc: DevBuf<u64>,
     qa: DevBuf<i8>,
     sa: DevBuf<f32>,
     pub logits: DevBuf<f32>,
@@ -78,7 +67,7 @@ struct Sizes {
 }
 
 impl Sizes {
-    fn of(model: &DevModel, capacity: usize, gemm: bool) -> Sizes {
+    fn of(model: &DevModel, capacity: usize, gemm: bool, tuning: &CudaTuning) -> Sizes {
         let layers = &model.layers;
         let max = |f: &dyn Fn(&DevLayer) -> usize| layers.iter().map(f).max().unwrap_or(0);
         let mut quant = model.lm_head.quant_scratch();
@@ -100,9 +89,11 @@ impl Sizes {
                 .iter()
                 .map(|l| l.kv_heads * capacity * l.head_size)
                 .collect(),
-            kv_kind: KvKind::chosen(model.act),
+            kv_kind: KvKind::chosen(model.act, tuning.kv_f32),
             // No layer a GEMM can run (CompInt8 int4 weights only): no handle either.
-            gemm: gemm.then(|| gemm_scratch(model)).filter(|g| g.out > 0),
+            gemm: gemm
+                .then(|| gemm_scratch(model, tuning.dequant_values))
+                .filter(|g| g.out > 0),
         }
     }
 
@@ -121,14 +112,13 @@ impl Sizes {
             + model.hidden
             + 13;
         let kv = 2 * self.kv.iter().sum::<usize>() * self.kv_kind.bytes();
-        let acc = 8 * ACC_WORDS * model.hidden;
-        4 * f32s + acc + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
+        4 * f32s + kv + self.quant.0 + self.gemm.map_or(0, |g| g.bytes())
     }
 }
 
 /// The GEMM scratch for the layers' dense and CompFp32 int4 linears (the lm_head runs on one
-/// row: a GEMV).
-fn gemm_scratch(model: &DevModel) -> GemmScratch {
+/// row: a GEMV), int4 layers dequantised `dequant_values` values at a time.
+fn gemm_scratch(model: &DevModel, dequant_values: usize) -> GemmScratch {
     let linears = || model.layers.iter().flat_map(DevLayer::linears);
     let dense = linears().filter_map(|p| match p.form {
         Form::Dense { kernel } => GemmType::of(kernel).map(|t| (t, p.k, p.n)),
@@ -142,7 +132,7 @@ fn gemm_scratch(model: &DevModel) -> GemmScratch {
         } => Some((prompt, p.k, p.n)),
         _ => None,
     });
-    GemmScratch::of(dense, int4)
+    GemmScratch::of(dense, int4, dequant_values)
 }
 
 /// An upper bound of [`Buffers::bytes`] from the plan alone, before the model is read: every
@@ -152,7 +142,11 @@ fn gemm_scratch(model: &DevModel) -> GemmScratch {
 /// layers an f32 dequantisation slice). Used only to decide whether the model may not fit
 /// (an overestimate costs host memory during load, never a wrong placement: the residency
 /// planner then sizes everything exactly).
-pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity: usize) -> u64 {
+pub(crate) fn estimated_state_bytes(
+    plan: &genai_frontend::DecoderPlan,
+    capacity: usize,
+    tuning: &CudaTuning,
+) -> u64 {
     let d = plan.dims;
     let linears = plan.linears();
     let widest_out = linears.iter().map(|l| l.n).max().unwrap_or(0);
@@ -163,7 +157,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
         + d.heads * (d.head_size + 3) * splits
         + 2 * widest_in;
     // In the activations' precision (`KvKind`), as the cache is allocated: at most 4 bytes.
-    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity * kv_bytes_of(plan);
+    let kv = 2 * d.layers * d.kv_heads * d.head_size * capacity * kv_bytes_of(plan, tuning);
     let gemm = GemmScratch {
         cast: CHUNK * widest_in,
         out: CHUNK * widest_out,
@@ -172,7 +166,7 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
             .iter()
             .any(|l| matches!(l.weight, genai_frontend::Weight::Int4(_)))
         {
-            4 * dequant_values().max(widest_in)
+            4 * tuning.dequant_values.max(widest_in)
         } else {
             0
         },
@@ -181,8 +175,8 @@ pub(crate) fn estimated_state_bytes(plan: &genai_frontend::DecoderPlan, capacity
 }
 
 /// Bytes of one KV cache element for a plan: the kind its activations' precision takes.
-fn kv_bytes_of(plan: &genai_frontend::DecoderPlan) -> usize {
-    KvKind::chosen(crate::cuda::model::act_of(plan)).bytes()
+fn kv_bytes_of(plan: &genai_frontend::DecoderPlan, tuning: &CudaTuning) -> usize {
+    KvKind::chosen(crate::cuda::model::act_of(plan), tuning.kv_f32).bytes()
 }
 
 impl Buffers {
@@ -199,9 +193,10 @@ impl Buffers {
     }
 
     /// Device bytes one generation of `capacity` positions allocates (KV cache and workspace;
-    /// with `gemm`, the prompt GEMMs' workspace and scratch).
-    pub fn bytes(model: &DevModel, capacity: usize, gemm: bool) -> usize {
-        Sizes::of(model, capacity, gemm).bytes(model)
+    /// with `gemm`, the prompt GEMMs' workspace and scratch), under `tuning` (the cache's kind,
+    /// the dequantised slices' width).
+    pub fn bytes(model: &DevModel, capacity: usize, gemm: bool, tuning: &CudaTuning) -> usize {
+        Sizes::of(model, capacity, gemm, tuning).bytes(model)
     }
 
     pub fn new(
@@ -209,8 +204,9 @@ impl Buffers {
         model: &DevModel,
         capacity: usize,
         gemm: bool,
+        tuning: &CudaTuning,
     ) -> Result<Self, Error> {
-        let sizes = Sizes::of(model, capacity, gemm);
+        let sizes = Sizes::of(model, capacity, gemm, tuning);
         let total = sizes.bytes(model);
         if let Ok((free, _)) = stream.context().mem_get_info()
             && total > free
@@ -244,10 +240,8 @@ impl Buffers {
             attn: z(sizes.attn)?,
             part: z(sizes.part)?,
             counts: DevBuf::zeros(stream, sizes.counts)?,
-            x_split: DevBuf::zeros(stream, split_bytes(model.hidden))?,
             gu: z(sizes.gu)?,
             h: z(sizes.h)?,
-            acc: DevBuf::zeros(stream, ACC_WORDS * model.hidden)?,
             qa: DevBuf::zeros(stream, sizes.quant.0)?,
             sa: z(sizes.quant.1)?,
             logits: z(model.vocab)?,
@@ -272,15 +266,8 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let scratch = XForms {
         qa: b.qa.ptr,
         sa: b.sa.ptr,
-        x_split: 0,
         halves: Halves::default(),
     };
-    // In a one-row step whose norms feed tensor-core int4 GEMVs, the norms may also write
-    // their output split for them (the same bits; `GENAI_BRIDGE_INT4_SPLIT_X`).
-    let split = m == 1 && ops.k.int4_mma.split_x && norms_feed_split_readers(ops, model);
-    let x_split = if split { b.x_split.ptr } else { 0 };
-    // What the linears right after a norm read (qkv, the MLP's first, the lm_head).
-    let normed = XForms { x_split, ..scratch };
     // Where the kernel writing the hidden rows for `consumers` also writes them rounded to 16
     // bits, so that their GEMMs skip the cast (prompt passes through cuBLAS only).
     let hidden_half = |consumers: &[(DevLinear, usize)]| {
@@ -302,15 +289,10 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let residual_norm = |n: &DevNorm, delta: DevPtr, half: Option<HalfCopy>| {
         let rows = (m, hidden, 1, hidden);
         let (w, bias) = (n.weight.ptr, n.bias_ptr());
-        if x_split != 0 {
-            let (x, out) = ((b.x.ptr, delta), b.normed.ptr);
-            ops.skip_norm_split(x, (w, bias), out, x_split, hidden, (n.eps, n.rms), act)?;
-            return Ok(normed);
-        }
         let norm = (n.eps, n.rms, true, act);
         ops.skip_norm_half(b.x.ptr, delta, (w, bias), b.normed.ptr, rows, norm, half)?;
         let halves = Halves { x: half, y: None };
-        Ok::<_, Error>(XForms { halves, ..normed })
+        Ok::<_, Error>(XForms { halves, ..scratch })
     };
     // delta = input W (a layer's last linear), then x += delta and normed = norm(x).
     let linear_then_norm = |p: &DevLinear, input: Input, act_p, n: &DevNorm, half| {
@@ -352,28 +334,15 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         let next = model.layers.get(i + 1);
         let norm = next.map_or(&model.final_norm, |l| &l.attn_norm);
         let half = next.and_then(|l| hidden_half(&l.qkv.parts));
-        let fused = (m == 1 && x_split == 0 && half.is_none())
-            .then(|| fused_mlp(ops.k, layer, hidden))
-            .flatten();
-        if let Some(p) = fused {
-            // One launch for the MLP, its sums read back (and cleared) by the norm.
-            ops.mlp_fused(&p, b.normed.ptr, b.acc.ptr)?;
-            let (w, bias) = (norm.weight.ptr, norm.bias_ptr());
-            let out = b.normed.ptr;
-            let eps_rms = (norm.eps, norm.rms);
-            ops.skip_norm_fixed((b.x.ptr, b.acc.ptr), (w, bias), out, hidden, eps_rms, act)?;
-            forms = normed;
-        } else {
-            let h = mlp_block(ops, layer, b, m, forms)?;
-            // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
-            forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
-        }
+        let h = mlp_block(ops, layer, b, m, forms)?;
+        // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
+        forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
     }
     let last = b.normed.at((m - 1) * hidden)?;
     let y = (b.logits.ptr, model.vocab);
     model
         .lm_head
-        .run_glu(ops, (last, hidden), y, 1, act, -1, normed)
+        .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
         .map(|_| ())
 }
 
@@ -383,16 +352,6 @@ struct Input {
     x: DevPtr,
     width: usize,
     half: Option<HalfCopy>,
-}
-
-/// Whether any linear right after a norm (qkv, the MLP's first, the lm_head) runs on the
-/// tensor-core int4 kernel, which can read the norm's output split.
-fn norms_feed_split_readers(ops: &Ops<'_>, model: &DevModel) -> bool {
-    let mut readers = model
-        .layers
-        .iter()
-        .flat_map(|l| l.qkv.parts.iter().chain(&l.mlp.parts));
-    model.lm_head.reads_split_x(ops) || readers.any(|(p, _)| p.reads_split_x(ops))
 }
 
 #[allow(clippy::too_many_arguments)]

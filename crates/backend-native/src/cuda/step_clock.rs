@@ -1,5 +1,6 @@
 //! Where a single-token step's time goes between the host and the device, from timing events
-//! at four points of the step in stream order (`GENAI_BRIDGE_STEP_EVENTS=1`; reported as
+//! at four points of the step in stream order (`CudaTuning::step_events`,
+//! `GENAI_BRIDGE_STEP_EVENTS=1`; reported as
 //! [`StepClock`] in the decoder's counters and `bench --json`'s `step_*_us` fields).
 //!
 //! `start` is recorded before the step's input copies, `launch` before its graph (or first
@@ -14,14 +15,6 @@ use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys};
 use genai_engine::StepClock;
 use std::sync::{Arc, Mutex};
-
-/// Environment variable: `1` times every single-token step with events.
-pub const STEP_EVENTS_ENV: &str = "GENAI_BRIDGE_STEP_EVENTS";
-
-/// Whether steps are timed (`GENAI_BRIDGE_STEP_EVENTS=1`).
-pub(crate) fn step_events_requested() -> bool {
-    std::env::var(STEP_EVENTS_ENV).is_ok_and(|v| v == "1")
-}
 
 /// The points of a step, in stream order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,15 +10,14 @@ use crate::cuda::gemv_timing::{model_cases, time_graph};
 use crate::cuda::kernels::{launch_error as cuda, launch_raw, launch_with, opt_in_shared, param};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
+use crate::settings::NvrtcDefine;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, sys};
 use std::sync::Arc;
 
-mod atomics;
 mod stream;
 mod trace;
 mod ways;
 
-pub use atomics::{AtomicTiming, time_atomics};
 pub use trace::{TraceRow, TraceSummary};
 pub use ways::time_steps;
 
@@ -29,13 +28,7 @@ pub const STEP_PROTO: Source = Source {
         include_str!("../../benches/step_proto.cu"),
         include_str!("../../benches/step_stream.cu")
     ),
-    symbols: &[
-        "step_phase",
-        "step_persistent",
-        "step_stream",
-        "fill_f16",
-        "atomic_fixed_bench",
-    ],
+    symbols: &["step_phase", "step_persistent", "step_stream", "fill_f16"],
 };
 
 /// Threads and warps of a prototype block, and columns per warp item (`SP_*`).
@@ -189,9 +182,10 @@ struct Proto {
     sms: usize,
 }
 
-fn load(device: &Device) -> Result<Proto, Error> {
+/// The prototype compiled with `defines` (its `SP_*` / `SS_*` knobs) and loaded.
+fn load(device: &Device, defines: &[NvrtcDefine]) -> Result<Proto, Error> {
     use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-    let cubin = compile::compile(&STEP_PROTO, &device.arch)?;
+    let cubin = compile::compile(&STEP_PROTO, &device.arch, defines)?;
     let module = device
         .ctx
         .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))

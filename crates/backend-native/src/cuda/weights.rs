@@ -35,22 +35,20 @@ pub(crate) struct DevLinear {
 }
 
 /// x in the other forms the kernels read: scratch for the int4 kernels' int8 activations (`qa`
-/// `[rows, kp]` and `sa` `[rows, blocks]`), one row of x already split into f16 halves by the
-/// norm that wrote it (`x_split`, `kernels/int4_mma.rs`; 0: not split), and the half copies
-/// around a prompt GEMM (`halves`: x rounded to 16 bits by the kernel that wrote it, and where
+/// `[rows, kp]` and `sa` `[rows, blocks]`), and the half copies around a prompt GEMM (`halves`: x rounded to 16 bits by the kernel that wrote it, and where
 /// the GEMM's epilogue writes y so for the GEMM after it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct XForms {
     pub qa: DevPtr,
     pub sa: DevPtr,
-    pub x_split: DevPtr,
     pub halves: Halves,
 }
 
 impl DevLinear {
-    /// A prepared layer, not placed yet.
-    pub fn prepare(h: HostLinear) -> Self {
-        Self::from_image(h.into_image())
+    /// A prepared layer, not placed yet, keeping f16 scales where `half_scales` and the layer
+    /// suit them (`CudaTuning::int4_half_scales`).
+    pub fn prepare(h: HostLinear, half_scales: bool) -> Self {
+        Self::from_image(h.into_image_with(half_scales))
     }
 
     /// A layer of this image, not placed yet.
@@ -72,9 +70,9 @@ impl DevLinear {
         }
     }
 
-    /// Reads and prepares the plan's layer.
-    pub fn read(model: &OnnxModel, plan: &Linear) -> Result<Self, Error> {
-        Ok(Self::prepare(HostLinear::load(model, plan)?))
+    /// Reads and prepares the plan's layer ([`DevLinear::prepare`]).
+    pub fn read(model: &OnnxModel, plan: &Linear, half_scales: bool) -> Result<Self, Error> {
+        Ok(Self::prepare(HostLinear::load(model, plan)?, half_scales))
     }
 
     /// Copies a pending image to device memory (no-op once placed).
@@ -229,7 +227,6 @@ impl DevLinear {
                         block,
                         integral_zp,
                         scales_f16: at(self.parts.scales_f16),
-                        x_split: forms.x_split,
                     },
                     prompt,
                     x,
@@ -252,17 +249,6 @@ impl DevLinear {
         }
     }
 
-    /// The dense kernel kind, weight and bias (0: none) addresses of a layer held in device
-    /// memory; `None` for an int4 layer or one the pager streams (the fused MLP reads its
-    /// weights before the launches that would acquire them).
-    pub fn dense_resident(&self) -> Option<(&'static str, DevPtr, DevPtr)> {
-        let (Form::Dense { kernel }, Home::Device(buf)) = (self.form, &self.home) else {
-            return None;
-        };
-        let bias = self.parts.bias.map_or(0, |o| buf.ptr + o as u64);
-        Some((kernel, buf.ptr + self.parts.main as u64, bias))
-    }
-
     /// The type of the GEMM `m` rows of this layer run here, if they run through one (as
     /// `Ops::dense` and `Ops::int4_fp32` choose): what a half copy of its x should hold.
     pub fn prompt_gemm(&self, ops: &Ops<'_>, m: usize) -> Option<GemmType> {
@@ -280,21 +266,6 @@ impl DevLinear {
     /// Whether the layer adds a bias.
     pub fn has_bias(&self) -> bool {
         self.parts.bias.is_some()
-    }
-
-    /// Whether one row of this layer runs on the tensor-core int4 kernel here, which can read
-    /// its x split by the norm before it ([`XForms::x_split`]).
-    pub fn reads_split_x(&self, ops: &Ops<'_>) -> bool {
-        let shape = LinearShape::one_row(self.n, self.k, -1);
-        match self.form {
-            Form::Int4 {
-                block,
-                int8: false,
-                integral_zp,
-                ..
-            } => ops.int4_mma_fits(&shape, block, integral_zp),
-            _ => false,
-        }
     }
 
     /// Runs `launch` with the layer's weights in place (a streamed layer acquired from the

@@ -45,3 +45,29 @@ pub fn load(dir: &Path) -> Loaded {
         plan,
     }
 }
+
+/// The native decoders' tuning from this test process's environment (tests may read it; the
+/// library never does): the switches the GPU scripts run the tests under, and the kernel cache.
+pub fn tuning() -> genai_backend_native::NativeTuning {
+    genai_backend_native::NativeTuning::from_lookup(&|name| std::env::var(name).ok())
+        .unwrap_or_else(|e| panic!("the tuning variables: {e}"))
+}
+
+/// CUDA options under [`tuning`].
+#[cfg(feature = "cuda")]
+pub fn cuda_options() -> genai_backend_native::CudaOptions {
+    genai_backend_native::CudaOptions {
+        tuning: tuning().cuda,
+        ..Default::default()
+    }
+}
+
+/// [`cuda_options`] with `change` made to its tuning.
+#[cfg(feature = "cuda")]
+pub fn cuda_with(
+    change: impl FnOnce(&mut genai_backend_native::CudaTuning),
+) -> genai_backend_native::CudaOptions {
+    let mut options = cuda_options();
+    change(&mut options.tuning);
+    options
+}

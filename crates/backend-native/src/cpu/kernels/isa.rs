@@ -1,4 +1,6 @@
-//! Which SIMD instruction set the kernels use: detected once at run time, overridable for tests.
+//! Which SIMD instruction set the kernels use: detected once at run time, capped process-wide by
+//! the CPU decoder's typed setting (`CpuTuning::isa_cap`, set at each load), overridable for
+//! tests.
 //!
 //! Every kernel has a portable path and x86-64 paths; all paths of one kernel perform the same
 //! IEEE operations in the same order, so they give bitwise identical results (the tests check it).
@@ -6,6 +8,7 @@
 //! instruction set, and auto-vectorised; the linear layers use hand-written intrinsics.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// An instruction-set level, from the portable baseline up. Each level implies the ones below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -20,8 +23,8 @@ pub enum Isa {
     Avx512Vnni,
 }
 
-/// The environment variable that caps the detected level: `scalar`, `avx2`, `avx512`, `avx512vnni`.
-pub const ISA_ENV: &str = "GENAI_BRIDGE_CPU_ISA";
+/// The process-wide cap on the level (`Isa as u8`; the highest: no cap).
+static CAP: AtomicU8 = AtomicU8::new(Isa::Avx512Vnni as u8);
 
 impl Isa {
     /// All levels, lowest first.
@@ -60,23 +63,27 @@ impl Isa {
         Isa::ALL.into_iter().filter(|i| i.is_supported()).collect()
     }
 
-    /// The level the kernels use: the best supported one, capped by [`ISA_ENV`] when set.
+    /// The level the kernels use: the best supported one, at most the cap ([`Isa::set_cap`]).
     pub fn best() -> Isa {
-        static BEST: OnceLock<Isa> = OnceLock::new();
-        *BEST.get_or_init(|| {
-            let cap = std::env::var(ISA_ENV)
-                .ok()
-                .and_then(|v| Isa::from_name(v.trim()))
-                .unwrap_or(Isa::Avx512Vnni);
-            Isa::available()
-                .into_iter()
-                .filter(|&i| i <= cap)
-                .max()
-                .unwrap_or(Isa::Scalar)
-        })
+        static DETECTED: OnceLock<Isa> = OnceLock::new();
+        let detected =
+            *DETECTED.get_or_init(|| Isa::available().into_iter().max().unwrap_or(Isa::Scalar));
+        let cap = Isa::ALL
+            .into_iter()
+            .find(|&i| i as u8 == CAP.load(Ordering::Relaxed))
+            .unwrap_or(Isa::Avx512Vnni);
+        // The supported levels are a prefix of `ALL` (each implies the ones below).
+        detected.min(cap)
     }
 
-    /// The level's short name, as [`ISA_ENV`] spells it.
+    /// Caps [`Isa::best`] for the whole process (`None`: no cap): the CPU decoder sets it from
+    /// `CpuTuning::isa_cap` at each load, so the last load's cap holds for every decoder. Every
+    /// level gives the same bits; a cap only moves time.
+    pub fn set_cap(cap: Option<Isa>) {
+        CAP.store(cap.unwrap_or(Isa::Avx512Vnni) as u8, Ordering::Relaxed);
+    }
+
+    /// The level's short name, as `GENAI_BRIDGE_CPU_ISA` spells it.
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",

@@ -22,7 +22,7 @@ pub mod rotary;
 pub use activation::{add_in_place, argmax, gelu, gelu_tanh, silu, silu_mul, softcap};
 pub use attention::{AttentionParams, attention};
 pub use embedding::{Table, gather_rows};
-pub use isa::{ISA_ENV, Isa};
+pub use isa::Isa;
 pub use linear::{DenseWeight, Int4Compute, Int4Weight, Scales, Weight, ZeroPoints, linear};
 pub use norm::{layer_norm, rms_norm, skip_layer_norm, skip_rms_norm};
 pub use rotary::rotary;

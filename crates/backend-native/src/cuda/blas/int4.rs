@@ -8,7 +8,7 @@
 //! (kernels/int4_skinny.cu: the same rounded weights, dequantised in the kernel's own loads).
 //! CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
-use super::{Blas, ColMajor, GemmType, HalfCopy, Halves, dequant_cols, elementwise_blocks};
+use super::{Blas, ColMajor, GemmType, HalfCopy, Halves, dequant_cols_in, elementwise_blocks};
 use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops, cfg, int, launch};
 use crate::error::Error;
 
@@ -66,7 +66,7 @@ impl Ops<'_> {
                 why: format!("block size {block} is not even"),
             });
         }
-        let cols = dequant_cols(k, n);
+        let cols = dequant_cols_in(k, n, self.k.tuning.dequant_values);
         if cols * k * ty.size() > blas.dequant.len {
             return Err(Error::Invalid {
                 what: "int4 GEMM",
@@ -83,7 +83,8 @@ impl Ops<'_> {
         let scratch = blas.dequant.ptr;
         self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
             let layer = (k, block, integral_zp);
-            let entry = skinny_entry(ty, s.m, layer, (packed, b, ldb)).filter(|_| self.k.mma);
+            let rows = (s.m, self.k.tuning.int4_skinny_rows);
+            let entry = skinny_entry(ty, rows, layer, (packed, b, ldb)).filter(|_| self.k.mma);
             if let Some(entry) = entry {
                 let scratch = (blas.dequant.ptr, blas.dequant.len / 4);
                 let parts = (packed, scales, zp);
@@ -105,17 +106,6 @@ impl Ops<'_> {
     }
 }
 
-/// Environment variable: the most rows of x an int4 prompt layer (f16/bf16 activations) runs
-/// on the tensor cores straight from the packed weights (`gemm_int4_skinny*_*` in
-/// kernels/int4_skinny.cu), with no dequantised copy: `0` (off: every prompt row through the
-/// dequantisation and cuBLAS), `16` or `32`; unset: [`SKINNY_DEFAULT_ROWS`]. Another value is
-/// ignored, and the prompt route's reason says so.
-pub const INT4_SKINNY_ENV: &str = "GENAI_BRIDGE_INT4_SKINNY";
-
-/// Rows the skinny kernel takes by default: two row tiles (H200, CUDA_NOTES round 36, against
-/// the dequantised GEMMs: Llama-3-8B int4 about half the time to the first token at 8-16
-/// tokens, Qwen2.5-0.5B/1.5B a fifth to a third less; 11-35% less at 32 tokens).
-const SKINNY_DEFAULT_ROWS: usize = 32;
 /// Rows of x one row tile of the skinny kernel covers (the mma's 16 a rows); its `2` entries
 /// take two tiles.
 const SKINNY_TILE_ROWS: usize = 16;
@@ -124,31 +114,12 @@ const SKINNY_COLS: usize = 32;
 /// Warps of a skinny block (`SKINNY_WARPS`).
 const SKINNY_WARPS: u32 = 8;
 
-/// [`INT4_SKINNY_ENV`]'s value: the most rows the skinny kernel takes (0: off), or why it is
-/// ignored.
-pub(crate) fn parse_skinny(value: Option<&str>) -> Result<usize, String> {
-    match value.map(str::trim) {
-        None => Ok(SKINNY_DEFAULT_ROWS),
-        Some("0") => Ok(0),
-        Some("16") => Ok(16),
-        Some("32") => Ok(32),
-        Some(v) => Err(format!("{INT4_SKINNY_ENV}={v:?} ignored (0, 16 or 32)")),
-    }
-}
-
-/// The most rows this process runs through the skinny kernel.
-fn skinny_rows() -> usize {
-    static ROWS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *ROWS.get_or_init(|| {
-        parse_skinny(std::env::var(INT4_SKINNY_ENV).ok().as_deref()).unwrap_or(SKINNY_DEFAULT_ROWS)
-    })
-}
-
-/// What the prompt route says of CompFp32 int4 layers in this process.
-pub(crate) fn route_note() -> String {
+/// What the prompt route says of CompFp32 int4 layers with up to `skinny_rows` rows through the
+/// skinny kernel (`CudaTuning::int4_skinny_rows`).
+pub(crate) fn route_note(skinny_rows: usize) -> String {
     let copy = "dequantised slices and cuBLAS GEMMs";
-    match skinny_rows() {
-        0 => format!("int4 weights: {copy} ({INT4_SKINNY_ENV}=0)"),
+    match skinny_rows {
+        0 => format!("int4 weights: {copy} ({}=0)", crate::settings::INT4_SKINNY),
         rows => format!(
             "int4 weights: up to {rows} rows a tensor-core GEMM that dequantises in its loads \
              (sm_80 and later, scales of the activations' type, integral zero points), \
@@ -159,10 +130,10 @@ pub(crate) fn route_note() -> String {
 
 /// The skinny entry for a layer of `k` inputs in blocks of `block` over `m` rows of x in `ty`
 /// at `x16` (rows `ldx` apart) with its packed weight at `packed`, where it may run
-/// ([`skinny_takes`]), the packed weight and x's rows 16-byte aligned.
+/// ([`skinny_takes`]: up to `rows` rows), the packed weight and x's rows 16-byte aligned.
 fn skinny_entry(
     ty: GemmType,
-    m: usize,
+    (m, rows): (usize, usize),
     (k, block, integral_zp): (usize, usize, bool),
     (packed, x16, ldx): (DevPtr, DevPtr, usize),
 ) -> Option<&'static str> {
@@ -174,23 +145,23 @@ fn skinny_entry(
         (GemmType::F32, _) => return None,
     };
     let aligned = packed.is_multiple_of(16) && x16.is_multiple_of(16) && ldx.is_multiple_of(8);
-    (aligned && skinny_takes(ty, m, k, block, integral_zp)).then_some(entry)
+    (aligned && skinny_takes(ty, (m, rows), k, block, integral_zp)).then_some(entry)
 }
 
-/// Whether a layer of this shape takes the skinny kernel in this process where its pointers
-/// are aligned (the selftest names the cases that do): 16-bit x of at most [`skinny_rows`]
-/// rows (the scales are then of x's type, read from the model's f16 or bf16 scales: exact in
+/// Whether a layer of this shape takes the skinny kernel where its pointers are aligned (the
+/// selftest names the cases that do): `m` rows of 16-bit x, at most `rows` (the tuning's) and
+/// two tiles (the scales are then of x's type, read from the model's f16 or bf16 scales: exact in
 /// it, which the kernel's pair arithmetic needs), k and the block multiples of 32 (whole
 /// 32-value groups, each in one block), and integral zero points.
 pub(crate) fn skinny_takes(
     ty: GemmType,
-    m: usize,
+    (m, rows): (usize, usize),
     k: usize,
     block: usize,
     integral_zp: bool,
 ) -> bool {
     ty != GemmType::F32
-        && m <= skinny_rows().min(2 * SKINNY_TILE_ROWS)
+        && m <= rows.min(2 * SKINNY_TILE_ROWS)
         && k.is_multiple_of(32)
         && block.is_multiple_of(32)
         && integral_zp
@@ -287,7 +258,7 @@ fn dequant_items(rows: usize, k: usize, block: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{INT4_SKINNY_ENV, SKINNY_DEFAULT_ROWS, dequant_items, parse_skinny, skinny_runs};
+    use super::{dequant_items, skinny_runs};
 
     #[test]
     fn the_skinny_runs_fill_two_waves_within_the_scratch() {
@@ -307,18 +278,6 @@ mod tests {
             assert!(runs >= 1 && runs <= room.max(1) && per.is_multiple_of(4));
             // Every group in exactly one run, no run empty.
             assert!(runs * per >= groups && (runs - 1) * per < groups);
-        }
-    }
-
-    #[test]
-    fn the_skinny_switch_takes_0_16_or_32_rows() {
-        assert_eq!(parse_skinny(None), Ok(SKINNY_DEFAULT_ROWS));
-        assert_eq!(parse_skinny(Some("0")), Ok(0));
-        assert_eq!(parse_skinny(Some(" 16")), Ok(16));
-        assert_eq!(parse_skinny(Some("32")), Ok(32));
-        for bad in ["1", "64", "yes", ""] {
-            let why = parse_skinny(Some(bad)).expect_err(bad);
-            assert!(why.contains(INT4_SKINNY_ENV), "{why}");
         }
     }
 

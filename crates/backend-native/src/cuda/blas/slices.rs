@@ -1,47 +1,9 @@
 //! The width of the slices an int4 prompt layer is dequantised in (`blas/int4.rs`): how many
-//! values the scratch holds (`GENAI_BRIDGE_DEQUANT_MI`), and how a layer wider than that is cut
-//! into even slices of whole 64-column tiles.
-
-/// Values of an int4 layer's weight dequantised at once for a prompt GEMM (64 MiB at f16): a
-/// wider layer runs as several GEMMs over column slices. Round 35 (H200, Llama-3-8B int4):
-/// 32 Mi against 16 Mi took the time to first token from 13.8 to 13.0 ms at 128 tokens and
-/// from 244 to 232 ms at 3,584; 64 Mi gave the same as 32 (12.9, 232) for twice the memory.
-pub(crate) const DEQUANT_VALUES: usize = 32 << 20;
-
-/// Environment variable: Mi values of an int4 layer's weight dequantised per prompt GEMM, a
-/// power of two from 1 to 256 (unset: [`DEQUANT_VALUES`], 32), an A/B switch for the slices'
-/// width. Any other value is ignored, and the prompt route's reason says so.
-pub const DEQUANT_ENV: &str = "GENAI_BRIDGE_DEQUANT_MI";
-
-/// [`DEQUANT_ENV`]'s value in values (unset: [`DEQUANT_VALUES`]), or why it is ignored.
-pub(super) fn parse_dequant(value: Option<&str>) -> Result<usize, String> {
-    let Some(v) = value else {
-        return Ok(DEQUANT_VALUES);
-    };
-    match v.trim().parse::<usize>() {
-        Ok(mi) if mi.is_power_of_two() && mi <= 256 => Ok(mi << 20),
-        _ => Err(format!(
-            "{DEQUANT_ENV}={v:?} ignored (a power of two from 1 to 256)"
-        )),
-    }
-}
-
-/// Values of an int4 layer dequantised per prompt GEMM in this process ([`DEQUANT_ENV`]).
-pub(crate) fn dequant_values() -> usize {
-    static VALUES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *VALUES.get_or_init(|| {
-        parse_dequant(std::env::var(DEQUANT_ENV).ok().as_deref()).unwrap_or(DEQUANT_VALUES)
-    })
-}
+//! values the scratch holds (`CudaTuning::dequant_values`, `GENAI_BRIDGE_DEQUANT_MI`), and how a
+//! layer wider than that is cut into even slices of whole 64-column tiles.
 
 /// Columns a slice of a wider int4 layer holds a multiple of, where the scratch allows.
 const DEQUANT_ALIGN: usize = 64;
-
-/// Columns of a `[n, k]` int4 weight dequantised per GEMM in this process: [`dequant_cols_in`]
-/// with [`dequant_values`].
-pub(crate) fn dequant_cols(k: usize, n: usize) -> usize {
-    dequant_cols_in(k, n, dequant_values())
-}
 
 /// Columns of a `[n, k]` int4 weight dequantised per GEMM with room for `values`: all of them
 /// where they fit, else the fewest slices that fit, as even as a multiple of
@@ -67,6 +29,9 @@ pub(crate) fn dequant_cols_in(k: usize, n: usize, values: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default width (`CudaTuning::dequant_values`).
+    const DEQUANT_VALUES: usize = crate::settings::DEQUANT_DEFAULT_MI << 20;
 
     #[test]
     fn dequantised_slices_cover_every_column_within_the_scratch() {
@@ -115,15 +80,7 @@ mod tests {
     }
 
     #[test]
-    fn the_slice_switch_takes_powers_of_two_up_to_256_mi() {
-        assert_eq!(parse_dequant(None), Ok(DEQUANT_VALUES));
-        assert_eq!(parse_dequant(Some("32")), Ok(32 << 20));
-        assert_eq!(parse_dequant(Some(" 1 ")), Ok(1 << 20));
-        for bad in ["0", "24", "512", "-1", "x", ""] {
-            let why = parse_dequant(Some(bad)).expect_err(bad);
-            assert!(why.contains(DEQUANT_ENV), "{why}");
-        }
-        // A wider scratch takes fewer, wider slices.
+    fn a_wider_scratch_takes_fewer_wider_slices() {
         assert_eq!(dequant_cols_in(4096, 28_672, 64 << 20), 14_336);
     }
 }

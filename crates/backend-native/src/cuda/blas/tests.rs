@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The default slice width (`CudaTuning::dequant_values`).
+const DEQUANT: usize = crate::settings::DEQUANT_DEFAULT_MI << 20;
+
 /// `C = op(A) · op(B)` by the BLAS definition: element (i, j) of a column-major matrix with
 /// leading dimension `ld` is at `i + j * ld`.
 fn blas_gemm(g: &ColMajor, a: &[f32], b: &[f32], c: &mut [f32]) {
@@ -66,7 +69,7 @@ fn the_scratch_fits_the_widest_layers_of_a_chunk() {
         (GemmType::F16, 8960, 1536),
         (GemmType::Bf16, 1536, 17_920),
     ];
-    let s = GemmScratch::of(dense, []);
+    let s = GemmScratch::of(dense, [], DEQUANT);
     assert_eq!(s.cast, CHUNK * 8960);
     assert_eq!(s.out, CHUNK * 17_920);
     assert_eq!(s.dequant, 0);
@@ -74,16 +77,17 @@ fn the_scratch_fits_the_widest_layers_of_a_chunk() {
         s.bytes(),
         WORKSPACE_BYTES + 2 * CHUNK * 8960 + 4 * CHUNK * 17_920
     );
-    assert_eq!(GemmScratch::of([], []).bytes(), WORKSPACE_BYTES);
+    assert_eq!(GemmScratch::of([], [], DEQUANT).bytes(), WORKSPACE_BYTES);
     // int4 layers: their input is cast and their sums land in the scratch like a dense
     // layer's; the dequantised slice holds the widest layer's slice in its type.
     let int4 = [(GemmType::F16, 4096, 28_672), (GemmType::F16, 14_336, 4096)];
-    let s = GemmScratch::of([], int4);
+    let s = GemmScratch::of([], int4, DEQUANT);
     assert_eq!((s.cast, s.out), (CHUNK * 14_336, CHUNK * 28_672));
-    let widest = [(4096, 28_672), (14_336, 4096)].map(|(k, n)| dequant_cols(k, n) * k * 2);
+    let widest =
+        [(4096, 28_672), (14_336, 4096)].map(|(k, n)| dequant_cols_in(k, n, DEQUANT) * k * 2);
     assert_eq!(s.dequant, widest.into_iter().max().unwrap_or(0));
-    assert!(s.dequant <= 2 * dequant_values());
-    let small = GemmScratch::of([], [(GemmType::F32, 1536, 2048)]);
+    assert!(s.dequant <= 2 * DEQUANT);
+    let small = GemmScratch::of([], [(GemmType::F32, 1536, 2048)], DEQUANT);
     assert_eq!(small.dequant, 4 * 1536 * 2048);
 }
 
@@ -94,15 +98,6 @@ fn every_dense_gemv_kernel_has_a_gemm_type() {
         assert!(GemmType::of(symbol).is_some(), "{symbol}");
     }
     assert_eq!(GemmType::of("gemv_int4_f32"), None);
-}
-
-#[test]
-fn the_switch_reads_the_option_then_the_environment() {
-    assert!(wanted(None, None));
-    assert!(wanted(None, Some("1")));
-    assert!(!wanted(None, Some("0")));
-    assert!(!wanted(Some(false), Some("1")));
-    assert!(wanted(Some(true), Some("0")));
 }
 
 #[test]

@@ -12,14 +12,6 @@ use crate::cuda::kernels::{DevPtr, launch_error};
 use crate::error::Error;
 use cudarc::driver::{CudaEvent, sys};
 
-/// Environment variable: `0` turns running ahead off.
-pub const RUN_AHEAD_ENV: &str = "GENAI_BRIDGE_RUN_AHEAD";
-
-/// Whether running ahead is on by default (`GENAI_BRIDGE_RUN_AHEAD` is not `0`).
-pub(super) fn run_ahead_default() -> bool {
-    std::env::var(RUN_AHEAD_ENV).map_or(true, |v| v != "0")
-}
-
 /// The single-token step enqueued ahead: it runs at `position` on the id the step before it
 /// chose, which the host learns (`token`) once it has read that id.
 pub(super) struct Ahead {

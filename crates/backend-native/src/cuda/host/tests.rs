@@ -83,7 +83,7 @@ fn halves_interleave_into_gate_up_pairs() {
 fn images_hold_every_part_at_aligned_offsets() {
     let mut layer = int4(4, 64, 32, true);
     layer.bias = Some(vec![0.5; 4]);
-    let image = layer.into_image();
+    let image = layer.into_image_with(true);
     let p = image.parts;
     assert_eq!(p.main, 0);
     for offset in [p.scales, p.zp_f32, p.zp_u8, p.bias] {
@@ -106,7 +106,7 @@ fn images_hold_every_part_at_aligned_offsets() {
         unreachable!()
     };
     let values = nk.clone();
-    let image = dense.into_image();
+    let image = dense.into_image_with(true);
     assert_eq!(image.bytes, values);
     assert_eq!(image.parts.bias, None);
 }

@@ -5,6 +5,7 @@
 use super::kv::{KvCache, KvKind};
 use super::{DevPtr, Ops, cfg, dynamic_shared_max, grid_dim, int, launch_raw_in};
 use crate::error::Error;
+use crate::settings::CudaTuning;
 use cudarc::driver::{CudaFunction, sys};
 
 /// Positions one block pass covers (`DA_PASS`: 8 warps of `DA_KEYS` = 4 keys).
@@ -24,20 +25,6 @@ const THREADS: u32 = 256;
 const SLOT_ROWS: usize = 8;
 /// Warps per block (`DA_WARPS`).
 const WARPS: usize = 8;
-
-/// Set to `0` to merge decode-attention splits through global memory even where thread block
-/// clusters exist, `1` to merge them in clusters wherever clusters exist; unset: the rule of
-/// [`DecodeDevice::mode`] (the results are bitwise the same: an A/B switch).
-pub const DECODE_CLUSTER_ENV: &str = "GENAI_BRIDGE_DECODE_CLUSTER";
-
-/// Set to `0`, `1` or `2` to have every decode-attention launch let the kernel after it start
-/// at that point ([`Trigger`]); unset: the rule of [`DecodeDevice::mode`] (an A/B switch).
-pub const DECODE_TRIGGER_ENV: &str = "GENAI_BRIDGE_DECODE_TRIGGER";
-
-/// Set to `1` to have every decode-attention launch ask for the shared memory an f32 cache's
-/// stage takes, whatever the cache's kind (an A/B switch: the same bits; it changes only which
-/// blocks of the next kernel fit beside it).
-pub const DECODE_RESERVE_ENV: &str = "GENAI_BRIDGE_DECODE_RESERVE";
 
 /// How the kernel splits `n` attended positions (`da_layout`): `passes` of 32 positions per
 /// split, `splits` blocks, `groups` of up to 8 consecutive splits.
@@ -115,15 +102,7 @@ impl DecodeHeads {
 /// When a decode-attention block lets the kernel after it launch (programmatic dependent
 /// launch): the dependent then fetches its first weights while this kernel runs, and those
 /// reads can queue ahead of this kernel's key and value reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
-    /// At the block's start.
-    Start,
-    /// Once its wait for the kernel before has returned.
-    AfterWait,
-    /// Once its warps are done with their keys and values.
-    AfterKeys,
-}
+pub(crate) use crate::settings::DecodeTrigger as Trigger;
 
 impl Trigger {
     /// The kernel's `trigger` argument.
@@ -132,15 +111,6 @@ impl Trigger {
             Trigger::Start => 0,
             Trigger::AfterWait => 1,
             Trigger::AfterKeys => 2,
-        }
-    }
-
-    fn parse(value: &str) -> Option<Trigger> {
-        match value {
-            "0" => Some(Trigger::Start),
-            "1" => Some(Trigger::AfterWait),
-            "2" => Some(Trigger::AfterKeys),
-            _ => None,
         }
     }
 }
@@ -166,12 +136,12 @@ pub(crate) struct DecodeDevice {
     /// more blocks than the device holds at once, or more than one load round a warp
     /// (`Kernels::fit_attention_rule`, at load; false until then).
     pub ragged_qkv: bool,
-    /// [`DECODE_CLUSTER_ENV`]`=1`: clusters for every launch where they exist.
+    /// `CudaTuning::decode_cluster` `Some(true)`: clusters for every launch where they exist.
     pub cluster_always: bool,
-    /// [`DECODE_RESERVE_ENV`]`=1`: every launch asks for the shared memory of an f32 cache's
+    /// `CudaTuning::decode_reserve`: every launch asks for the shared memory of an f32 cache's
     /// stage, whatever its cache's kind (fewer blocks of the next kernel then fit beside it).
     pub reserve_f32: bool,
-    /// [`DECODE_TRIGGER_ENV`], when set.
+    /// `CudaTuning::decode_trigger`, when set.
     pub trigger: Option<Trigger>,
 }
 
@@ -206,8 +176,8 @@ impl DecodeDevice {
         })
     }
 
-    /// Dynamic shared memory a launch asks for: its stage, or with [`DECODE_RESERVE_ENV`] the
-    /// f32 cache's stage where that fits.
+    /// Dynamic shared memory a launch asks for: its stage, or with `reserve_f32` the f32
+    /// cache's stage where that fits.
     pub fn launch_stage(&self, hs: usize, ring: usize, kind: KvKind) -> usize {
         let f32_stage = decode_stage_bytes(hs, ring, KvKind::F32);
         if self.reserve_f32 && f32_stage <= self.dynamic_max {
@@ -240,24 +210,22 @@ impl DecodeDevice {
 
     /// Opts the kernel's entries (one per cache kind) into the device's shared memory and
     /// checks that clusters of [`GROUP`] blocks with the largest stage fit; a failed call only
-    /// turns the option off.
+    /// turns the option off. `tuning`: the A/B switches over the rule (clusters, trigger,
+    /// reservation).
     pub fn probe(
         ctx: &cudarc::driver::CudaContext,
         major: i32,
         entries: &[&CudaFunction],
+        tuning: &CudaTuning,
     ) -> DecodeDevice {
         use sys::CUdevice_attribute::*;
-        let switch = |name| std::env::var(name).ok();
-        let cluster_switch = switch(DECODE_CLUSTER_ENV);
         let mut device = DecodeDevice {
             dynamic_max: 0,
             cluster: false,
             ragged_qkv: false,
-            cluster_always: cluster_switch.as_deref() == Some("1"),
-            reserve_f32: switch(DECODE_RESERVE_ENV).as_deref() == Some("1"),
-            trigger: switch(DECODE_TRIGGER_ENV)
-                .as_deref()
-                .and_then(Trigger::parse),
+            cluster_always: tuning.decode_cluster == Some(true),
+            reserve_f32: tuning.decode_reserve,
+            trigger: tuning.decode_trigger,
         };
         if entries.is_empty() || ctx.bind_to_thread().is_err() {
             return device;
@@ -268,7 +236,7 @@ impl DecodeDevice {
             .map(|f| dynamic_shared_max(ctx, f))
             .min()
             .unwrap_or(0);
-        let switched_off = cluster_switch.as_deref() == Some("0");
+        let switched_off = tuning.decode_cluster == Some(false);
         let launchable = ctx.attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == Ok(1);
         if major >= 9 && launchable && !switched_off {
             // The largest stage: head size 256 in an f32 cache.
@@ -696,8 +664,6 @@ mod tests {
             ..ragged
         };
         assert_eq!(mode(forced), Some((true, Trigger::AfterKeys)));
-        assert_eq!(Trigger::parse("1"), Some(Trigger::AfterWait));
-        assert_eq!(Trigger::parse("3"), None);
         assert_eq!(
             [Trigger::Start, Trigger::AfterWait, Trigger::AfterKeys].map(Trigger::code),
             [0, 1, 2]

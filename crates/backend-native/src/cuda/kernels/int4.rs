@@ -1,10 +1,10 @@
 //! The MatMulNBits (int4) launches: one-row layers through `kernels/int4_decode.cu` (or the
-//! staged bodies of `kernels/int4.cu` under `GENAI_BRIDGE_DECODE_GEMV=staged`), several rows
-//! through `kernels/int4.cu`; and the one-row kernels' split rule.
+//! tensor-core `kernels/int4_mma.cu`), several rows through `kernels/int4.cu`; and the one-row
+//! kernels' split rule.
 
 use super::{
-    DEC_COLS, DEC_WARPS, DecodeGemv, DevPtr, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int,
-    launch, stage_bytes,
+    DEC_COLS, DEC_WARPS, DevPtr, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int, launch,
+    stage_bytes,
 };
 use crate::error::Error;
 use cudarc::driver::LaunchConfig;
@@ -21,15 +21,12 @@ const ROUND_VALUES: usize = 2 * I4D_LOADS * WARP_VALUES;
 /// How a CompFp32 layer's GEMV may run: its block size, whether its zero points are integers
 /// (or absent; the tensor cores need them), and the model's f16 scales where the layer's image
 /// holds them as well (0: it does not; `host.rs`), which the tensor-core kernel then reads
-/// instead of the f32 ones: half the scale bytes, the same values. `x_split`: one row of x
-/// also split into f16 halves by the kernel that wrote it (`skip_norm_split_f32`; 0: none),
-/// which the tensor-core kernel then reads instead of staging x itself.
+/// instead of the f32 ones: half the scale bytes, the same values.
 #[derive(Debug, Clone, Copy)]
 pub struct Int4Fp32 {
     pub block: usize,
     pub integral_zp: bool,
     pub scales_f16: DevPtr,
-    pub x_split: DevPtr,
 }
 
 /// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
@@ -77,11 +74,6 @@ impl LinearShape {
         }
         split
     }
-
-    /// Whether one row runs through `gemv_decode_int4_*` (else the staged bodies).
-    fn int4_decode(&self, rule: DecodeGemv) -> bool {
-        self.m == 1 && rule != DecodeGemv::Staged
-    }
 }
 
 impl Ops<'_> {
@@ -119,32 +111,20 @@ impl Ops<'_> {
         let block = form.block;
         let bs = check_block(block)?;
         check_packed(packed)?;
-        if s.int4_decode(self.k.decode_gemv) {
-            // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales),
-            // then the split x.
-            let (half, x_split) = (form.scales_f16 != 0, form.x_split);
-            let forms = (half, x_split != 0);
+        if s.m == 1 {
+            // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales).
+            let half = form.scales_f16 != 0;
             let (name, config, split, mma) =
-                self.int4_one_row(&s, block, form.integral_zp, forms, wide)?;
+                self.int4_one_row(&s, block, form.integral_zp, half, wide)?;
             let f = self.k.get(name)?;
             let split = int("split", split)?;
-            if mma {
-                let scales = if half { form.scales_f16 } else { scales };
-                return launch!(
-                    self, f, config, &packed, &scales, &zp, &x, &bias, &y, &n, &k, &bs, &split,
-                    &s.glu, &act, &x_split
-                );
-            }
+            let scales = if mma && half { form.scales_f16 } else { scales };
             return launch!(
                 self, f, config, &packed, &scales, &zp, &x, &bias, &y, &n, &k, &bs, &split, &s.glu,
                 &act
             );
         }
-        let f = self.k.get(if s.m == 1 {
-            "gemv_staged_decode_int4_f32"
-        } else {
-            "gemv_int4_f32"
-        })?;
+        let f = self.k.get("gemv_int4_f32")?;
         let shared = s.stage_f32(s.k.div_ceil(block) * block);
         launch!(
             self,
@@ -169,19 +149,18 @@ impl Ops<'_> {
     }
 
     /// The kernel, launch and split of one CompFp32 int4 row of this shape, and whether it is
-    /// the tensor-core kernel: that where it fits (`forms`: reading the f16 scales where the
-    /// layer has them, and x split where the norm before wrote it; `wide` forces its entry),
-    /// else `gemv_decode_int4_f32`.
+    /// the tensor-core kernel: that where it fits (on the f16 scales where `half`: the layer
+    /// has them; `wide` forces its entry), else `gemv_decode_int4_f32`.
     pub(crate) fn int4_one_row(
         &self,
         s: &LinearShape,
         block: usize,
         integral_zp: bool,
-        forms: (bool, bool),
+        half: bool,
         wide: Option<bool>,
     ) -> Result<(&'static str, LaunchConfig, usize, bool), Error> {
         if self.int4_mma_fits(s, block, integral_zp) {
-            let (name, config, split) = self.int4_mma_config(s, block, forms, wide)?;
+            let (name, config, split) = self.int4_mma_config(s, block, half, wide)?;
             Ok((name, config, split, true))
         } else {
             let split = s.decode_split_int4();
@@ -211,7 +190,7 @@ impl Ops<'_> {
         let f = self.k.get("quantize_blocks_f32")?;
         let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
         launch!(self, f, cfg(grid, 32, 0), &x, &ldx, &k, &bs, &qa, &sa)?;
-        if s.int4_decode(self.k.decode_gemv) {
+        if s.m == 1 {
             let f = self.k.get("gemv_decode_int4_i8")?;
             let split = s.decode_split_int4();
             let grid = s.decode_grid(split)?;
@@ -235,11 +214,7 @@ impl Ops<'_> {
                 &act
             );
         }
-        let f = self.k.get(if s.m == 1 {
-            "gemv_staged_decode_int4_i8"
-        } else {
-            "gemv_int4_i8"
-        })?;
+        let f = self.k.get("gemv_int4_i8")?;
         let shared = s.stage_i8(block);
         launch!(
             self,

@@ -16,39 +16,9 @@ const ROUND: usize = 4;
 /// Values of a row one warp covers with one chunk per lane: four chunks of 32.
 const QUAD: usize = 128;
 
-/// Set to `0` to run one-row CompFp32 int4 layers through `gemv_decode_int4_f32` even where
-/// the tensor-core kernel could (an A/B switch; the results differ in rounding only); `deep` or
-/// `wide` to run every tensor-core launch on those entries (A/B switches: the same bits).
-pub const INT4_MMA_ENV: &str = "GENAI_BRIDGE_INT4_MMA";
-
 /// The tensor-core kernel's entries that stage x: (f32 scales, f16 scales) × (deep, wide).
 const DEEP: [&str; 2] = ["gemv_decode_int4_mma", "gemv_decode_int4_mma_s16"];
 const WIDE: [&str; 2] = ["gemv_decode_int4_mma_wide", "gemv_decode_int4_mma_s16_wide"];
-/// The same, reading x split by the kernel that wrote it (`skip_norm_split_f32`).
-const DEEP_SPLIT: [&str; 2] = [
-    "gemv_decode_int4_mma_split",
-    "gemv_decode_int4_mma_s16_split",
-];
-const WIDE_SPLIT: [&str; 2] = [
-    "gemv_decode_int4_mma_wide_split",
-    "gemv_decode_int4_mma_s16_wide_split",
-];
-
-/// Set to `1` to have a one-row step's norms also write their output split into f16 halves
-/// for the tensor-core int4 GEMVs after them (qkv, gate/up, lm_head), which then skip their
-/// own stage of x: the same bits (an A/B switch until measured end to end).
-pub const INT4_SPLIT_X_ENV: &str = "GENAI_BRIDGE_INT4_SPLIT_X";
-
-/// 16-byte words of a split row's hi (and of its lo) halves: the row padded to 256 values, so
-/// every block size up to 256 finds its padded row there (`split_stride` in prelude.cuh).
-pub(crate) fn split_stride(width: usize) -> usize {
-    width.div_ceil(256) * 32
-}
-
-/// Bytes of a split row: hi and lo halves, then one word holding the factor 2^e.
-pub(crate) fn split_bytes(width: usize) -> usize {
-    (2 * split_stride(width) + 1) * 16
-}
 
 /// Which entries the tensor-core launches take: `I4M_ROUND` chunks a round at 2 blocks per SM
 /// (deep) or `I4M_WIDE_ROUND` at up to 4 (wide). Auto: wide where the deep launch needs more
@@ -71,30 +41,31 @@ pub(crate) struct Int4Mma {
     /// dynamic shared memory); 0 when the driver does not say (deep launches only, then).
     pub deep_resident: usize,
     pub rounds: Rounds,
-    /// Whether one-row norms write their output split for these kernels
-    /// ([`INT4_SPLIT_X_ENV`]).
-    pub split_x: bool,
 }
 
 impl Int4Mma {
-    /// Opts every entry (the `_split` ones too: they may copy the halves there) into the
-    /// device's shared memory and counts the deep entries' resident blocks.
+    /// Opts every entry into the device's shared memory and counts the deep entries' resident
+    /// blocks; `choice` (`CudaTuning::int4_mma`, an A/B switch) may turn the kernel off (the
+    /// scalar kernel then runs: the results differ in rounding only) or force its entries (the
+    /// same bits).
     pub(super) fn probe(
         ctx: &CudaContext,
         major: i32,
         functions: &HashMap<&'static str, CudaFunction>,
+        choice: crate::settings::Int4Mma,
     ) -> Self {
-        let rounds = match std::env::var(INT4_MMA_ENV).as_deref() {
-            Ok("0") => return Self::default(),
-            Ok("deep") => Rounds::Deep,
-            Ok("wide") => Rounds::Wide,
-            _ => Rounds::Auto,
+        use crate::settings::Int4Mma as Choice;
+        let rounds = match choice {
+            Choice::Off => return Self::default(),
+            Choice::Deep => Rounds::Deep,
+            Choice::Wide => Rounds::Wide,
+            Choice::Auto => Rounds::Auto,
         };
         if major < 8 || ctx.bind_to_thread().is_err() {
             return Self::default();
         }
         let mut shared = usize::MAX;
-        for name in [DEEP, WIDE, DEEP_SPLIT, WIDE_SPLIT].iter().flatten() {
+        for name in [DEEP, WIDE].iter().flatten() {
             let granted = functions.get(name).and_then(|f| {
                 let fixed = f.shared_size_bytes().ok()?;
                 opt_in_shared(ctx, f, fixed as usize, 0)
@@ -117,30 +88,18 @@ impl Int4Mma {
             shared,
             deep_resident: sms * per_sm,
             rounds,
-            split_x: std::env::var(INT4_SPLIT_X_ENV).is_ok_and(|v| v == "1"),
         }
     }
 
-    /// The entry a launch of `blocks` blocks takes, on f16 scales where `half`, reading x
-    /// split where `split`; `wide` forces the choice (the self-test runs both).
-    pub(super) fn entry(
-        &self,
-        blocks: usize,
-        half: bool,
-        split: bool,
-        wide: Option<bool>,
-    ) -> &'static str {
+    /// The entry a launch of `blocks` blocks takes, on f16 scales where `half`; `wide` forces
+    /// the choice (the self-test runs both).
+    pub(super) fn entry(&self, blocks: usize, half: bool, wide: Option<bool>) -> &'static str {
         let wide = wide.unwrap_or(match self.rounds {
             Rounds::Auto => self.deep_resident > 0 && blocks > self.deep_resident,
             Rounds::Deep => false,
             Rounds::Wide => true,
         });
-        let names = match (wide, split) {
-            (false, false) => DEEP,
-            (true, false) => WIDE,
-            (false, true) => DEEP_SPLIT,
-            (true, true) => WIDE_SPLIT,
-        };
+        let names = if wide { WIDE } else { DEEP };
         names[usize::from(half)]
     }
 }
@@ -183,36 +142,30 @@ impl Ops<'_> {
     }
 
     /// The entry and launch of the tensor-core kernel for one row of this shape (the
-    /// arguments of `gemv_decode_int4_f32`, then the split x; `half`: on the f16 scales;
-    /// `split_x`: reading x split rather than staging it; `wide` forces the entry) and its
-    /// split.
+    /// arguments of `gemv_decode_int4_f32`; `half`: on the f16 scales; `wide` forces the entry)
+    /// and its split.
     pub(super) fn int4_mma_config(
         &self,
         s: &LinearShape,
         block: usize,
-        (half, split_x): (bool, bool),
+        half: bool,
         wide: Option<bool>,
     ) -> Result<(&'static str, LaunchConfig, usize), Error> {
         let split = s.int4_mma_split();
         let blocks = s.n.div_ceil(ROWS).div_ceil(WARPS / split);
         let grid = (grid_dim("gemv columns", blocks)?, 1, 1);
-        // The `_split` entries need the stage's room too where they copy the halves there
-        // (`I4M_SPLIT_COPY`).
         let shared = u32::try_from(stage_bytes(s.k, block)).map_err(|_| Error::Invalid {
             what: "int4 layer",
             why: format!("k = {} is too long to stage", s.k),
         })?;
-        let entry = self.k.int4_mma.entry(blocks, half, split_x, wide);
+        let entry = self.k.int4_mma.entry(blocks, half, wide);
         Ok((entry, cfg(grid, (32 * WARPS) as u32, shared), split))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        DEEP, DEEP_SPLIT, Int4Mma, LinearShape, QUAD, ROUND, ROWS, Rounds, WARPS, WIDE, WIDE_SPLIT,
-        split_bytes, split_stride, stage_bytes,
-    };
+    use super::{DEEP, Int4Mma, LinearShape, QUAD, ROUND, ROWS, Rounds, WARPS, WIDE, stage_bytes};
     use crate::cuda::compile::family;
 
     fn split(n: usize, k: usize) -> usize {
@@ -252,54 +205,31 @@ mod tests {
             shared: 1 << 17,
             deep_resident: 264,
             rounds: Rounds::Auto,
-            split_x: false,
         };
         // Llama-3-8B o-proj and down (256 blocks) stay deep, qkv (384) and gate/up go wide.
-        assert_eq!(h200.entry(256, true, false, None), DEEP[1]);
-        assert_eq!(h200.entry(264, false, false, None), DEEP[0]);
-        assert_eq!(h200.entry(265, true, false, None), WIDE[1]);
-        assert_eq!(h200.entry(896, false, false, None), WIDE[0]);
+        assert_eq!(h200.entry(256, true, None), DEEP[1]);
+        assert_eq!(h200.entry(264, false, None), DEEP[0]);
+        assert_eq!(h200.entry(265, true, None), WIDE[1]);
+        assert_eq!(h200.entry(896, false, None), WIDE[0]);
         // Forced either way, by the switch or by the caller.
-        assert_eq!(h200.entry(896, true, false, Some(false)), DEEP[1]);
-        assert_eq!(h200.entry(8, true, false, Some(true)), WIDE[1]);
+        assert_eq!(h200.entry(896, true, Some(false)), DEEP[1]);
+        assert_eq!(h200.entry(8, true, Some(true)), WIDE[1]);
         let deep = Int4Mma {
             rounds: Rounds::Deep,
             ..h200
         };
-        assert_eq!(deep.entry(4008, true, false, None), DEEP[1]);
+        assert_eq!(deep.entry(4008, true, None), DEEP[1]);
         let wide = Int4Mma {
             rounds: Rounds::Wide,
             ..h200
         };
-        assert_eq!(wide.entry(8, false, false, None), WIDE[0]);
+        assert_eq!(wide.entry(8, false, None), WIDE[0]);
         // A device that did not say how many blocks it holds runs deep.
         let unknown = Int4Mma {
             deep_resident: 0,
             ..h200
         };
-        assert_eq!(unknown.entry(4008, true, false, None), DEEP[1]);
-        // Reading x split picks the twin of the same rounds.
-        assert_eq!(h200.entry(256, true, true, None), DEEP_SPLIT[1]);
-        assert_eq!(h200.entry(896, false, true, None), WIDE_SPLIT[0]);
-    }
-
-    #[test]
-    fn a_split_row_covers_every_padded_row_up_to_block_256() {
-        // Qwen2.5-0.5B (896): 1,024 values (128 words of 8); Llama-3-8B (4,096): exactly.
-        assert_eq!(split_stride(896), 128);
-        assert_eq!(split_stride(4096), 512);
-        assert_eq!(split_stride(4097), 544);
-        for (k, block) in [
-            (896usize, 32usize),
-            (896, 256),
-            (1000, 128),
-            (4100, 256),
-            (1536, 64),
-        ] {
-            let padded = k.div_ceil(block) * block;
-            assert!(padded / 8 <= split_stride(k), "{k} {block}");
-        }
-        assert_eq!(split_bytes(4096), (2 * 512 + 1) * 16);
+        assert_eq!(unknown.entry(4008, true, None), DEEP[1]);
     }
 
     #[test]

@@ -6,10 +6,6 @@
 use super::{DevPtr, int};
 use crate::error::Error;
 
-/// Set to `1` to keep the KV cache in f32 whatever the activations' precision (an A/B switch:
-/// the results are the same bits, only the bytes differ).
-pub const KV_F32_ENV: &str = "GENAI_BRIDGE_KV_F32";
-
 /// Element kind of a KV cache; its code is the kernels' `kv` argument (the codes of `act`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KvKind {
@@ -28,9 +24,9 @@ impl KvKind {
         }
     }
 
-    /// [`KvKind::of_act`] unless [`KV_F32_ENV`] is `1`.
-    pub fn chosen(act: i32) -> KvKind {
-        if std::env::var(KV_F32_ENV).is_ok_and(|v| v == "1") {
+    /// [`KvKind::of_act`] unless `kv_f32` (`CudaTuning::kv_f32`).
+    pub fn chosen(act: i32, kv_f32: bool) -> KvKind {
+        if kv_f32 {
             KvKind::F32
         } else {
             KvKind::of_act(act)

@@ -1,101 +1,33 @@
 //! The one-row (decode-step) dense linear layers: which entry of a dense linear kernel a launch
 //! takes (`gemv_decode_*`, `gemv_decode_pipe_*` or `gemv_decode_shared_*`) and at which split,
-//! the rules behind that choice (`GENAI_BRIDGE_DECODE_GEMV`), and the launch itself. Every
+//! the rules behind that choice (`CudaTuning::decode_gemv`), and the launch itself. Every
 //! entry gives the same bits at the same split; the rules only move time.
 
 use super::{
     DEC_COLS, DEC_WARPS, DevPtr, Error, Kernels, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim,
     int, launch, shared,
 };
+use crate::settings::{self, RowPlan};
 use cudarc::driver::CudaFunction;
 use std::collections::HashMap;
 
-/// `pipe`, `shared`, `shared-walk`, `waves`, `onewave`, `split` or `staged` (see
-/// [`DecodeGemv`]; unset or anything else: `Shared`, widened to `SharedWalk` for a model whose
-/// layers' dense linears can all run on the shared entry, [`Kernels::fit_gemv_rule`]): an A/B
-/// switch for measurements.
-const DECODE_GEMV_ENV: &str = "GENAI_BRIDGE_DECODE_GEMV";
-
-/// `NxK=ENTRY:SPLIT` pairs, comma-separated (ENTRY `walk`, `pipe` or `shared`; SPLIT 1, 2 or
-/// 4): every one-row dense launch of n outputs over k inputs takes that plan instead of the
-/// rule's. An A/B switch for one launch class at a time (on Llama-3-8B, `6144x4096` is the qkv
-/// projection alone); malformed pairs are ignored, and the route's reasons name them.
-const ROW_PLAN_ENV: &str = "GENAI_BRIDGE_ROW_PLAN";
-
-/// The plans [`ROW_PLAN_ENV`]'s text names, by (n, k), and the pairs that do not parse (left
-/// out).
-pub(super) fn row_plans(text: &str) -> (HashMap<(usize, usize), OneRow>, Vec<String>) {
-    let pair = |item: &str| -> Option<((usize, usize), OneRow)> {
-        let (shape, plan) = item.split_once('=')?;
-        let (n, k) = shape.split_once('x')?;
-        let (via, split) = plan.split_once(':')?;
-        let via = [RowKernel::Walk, RowKernel::Pipe, RowKernel::Shared]
-            .into_iter()
-            .find(|r| r.name() == via)?;
-        let split: usize = split.parse().ok()?;
-        let shape = (n.parse().ok()?, k.parse().ok()?);
-        (split > 0 && DEC_WARPS.is_multiple_of(split)).then_some((shape, OneRow { via, split }))
+/// The plans the tuning's `GENAI_BRIDGE_ROW_PLAN` names, by (n, k).
+pub(super) fn row_plans(named: &[RowPlan]) -> HashMap<(usize, usize), OneRow> {
+    let plan = |p: &RowPlan| {
+        let one_row = OneRow {
+            via: p.entry,
+            split: p.split,
+        };
+        ((p.n, p.k), one_row)
     };
-    let (mut plans, mut ignored) = (HashMap::new(), Vec::new());
-    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        match pair(item) {
-            Some((shape, plan)) => {
-                plans.insert(shape, plan);
-            }
-            None => ignored.push(item.to_string()),
-        }
-    }
-    (plans, ignored)
+    named.iter().map(plan).collect()
 }
 
-/// The plans [`ROW_PLAN_ENV`] names (none when unset), and its pairs that do not parse.
-pub(super) fn row_plans_from_env() -> (HashMap<(usize, usize), OneRow>, Vec<String>) {
-    std::env::var(ROW_PLAN_ENV).map_or_else(|_| Default::default(), |text| row_plans(&text))
-}
-
-/// The one-row linear layers' kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DecodeGemv {
-    /// `gemv_decode_*`, split per [`LinearShape::decode_split`].
-    Split,
-    /// The multi-row bodies with activations staged in shared memory (dense and int4).
-    Staged,
-    /// `gemv_decode_*` with the wave-aware split (dense layers; `kernels/waves.rs`; H200,
-    /// same runs: 1.5B fp16 +6.2%, 8B +2.7%, 0.5B equal against `Split`).
-    Waves,
-    /// As `Waves`, but rows that split would leave a warp [`PIPE_ROUNDS`] or more load rounds
-    /// go to the pipelined `gemv_decode_pipe_*` at its own split (H200, same runs:
-    /// Llama-3-8B fp16 206-208 → 231 tok/s, Qwen2.5-1.5B +2.5%; CUDA_NOTES round 10).
-    Pipe,
-    /// As `Pipe`, and rows whose walk takes two or more waves go to the pipelined kernel where
-    /// it takes them in one wave at a split of 2 or more (`LinearShape::one_row_plan`; alone on
-    /// the H200, Llama-3-8B o 11.5 → 9.7 µs, round 10).
-    OneWave,
-    /// As `Pipe`, and launches the rule gives the walk kernel that it cannot have wholly in
-    /// flight before its wait (two or more load rounds a warp, or more blocks than the device
-    /// holds at once) take `gemv_decode_shared_*` at the same split where all their blocks are
-    /// resident with their weights in shared memory (`kernels/shared.rs`): the default.
-    Shared,
-    /// As `Shared` for every launch the rule gives the walk kernel (the default for a model
-    /// whose layers' dense linears all run on the shared entry under it: [`widens`]).
-    SharedWalk,
-}
-
-impl DecodeGemv {
-    /// The rule [`DECODE_GEMV_ENV`] names, or `None` when it names none (the default).
-    pub(super) fn from_env() -> Option<DecodeGemv> {
-        match std::env::var(DECODE_GEMV_ENV).as_deref() {
-            Ok("staged") => Some(DecodeGemv::Staged),
-            Ok("split") => Some(DecodeGemv::Split),
-            Ok("waves") => Some(DecodeGemv::Waves),
-            Ok("onewave") => Some(DecodeGemv::OneWave),
-            Ok("pipe") => Some(DecodeGemv::Pipe),
-            Ok("shared") => Some(DecodeGemv::Shared),
-            Ok("shared-walk") => Some(DecodeGemv::SharedWalk),
-            _ => None,
-        }
-    }
-}
+/// The one-row linear layers' rule (`CudaTuning::decode_gemv`; unset: `Shared`, widened to
+/// `SharedWalk` for a model whose layers' dense linears can all run on the shared entry,
+/// [`Kernels::fit_gemv_rule`]): `Pipe` is the rule `Shared` builds on, `Shared` the narrow
+/// default (CUDA_NOTES rounds 18-19).
+pub(crate) use crate::settings::DecodeGemvRule as DecodeGemv;
 
 /// Whether the default rule widens to [`DecodeGemv::SharedWalk`] for a model whose layers'
 /// one-row dense launches would get `plans` under it: when every one of them runs on the shared
@@ -162,28 +94,11 @@ pub(super) fn decode_pipe_kernel(kind: &'static str) -> &'static str {
 /// down (3) 9.8 → 8.9 µs; Qwen2.5-0.5B down (2) equal alone (4.6 µs) and its step ~2% slower.
 pub(super) const PIPE_ROUNDS: usize = 3;
 
-/// Which one-row entry of a dense linear kernel a launch takes. All three give the same bits
-/// at the same split (the same products in the same order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RowKernel {
-    /// `gemv_decode_*`: rounds of loads into registers, the first before the wait.
-    Walk,
-    /// `gemv_decode_pipe_*`: the next round in flight during the current one.
-    Pipe,
-    /// `gemv_decode_shared_*`: every weight copied into shared memory before the wait.
-    Shared,
-}
-
-impl RowKernel {
-    /// The entry's name in `GENAI_BRIDGE_ROW_PLAN`.
-    fn name(self) -> &'static str {
-        match self {
-            RowKernel::Walk => "walk",
-            RowKernel::Pipe => "pipe",
-            RowKernel::Shared => "shared",
-        }
-    }
-}
+/// Which one-row entry of a dense linear kernel a launch takes (`walk`: rounds of loads into
+/// registers, the first before the wait; `pipe`: the next round in flight during the current
+/// one; `shared`: every weight copied into shared memory before the wait). All three give the
+/// same bits at the same split (the same products in the same order).
+pub(crate) use crate::settings::RowEntry as RowKernel;
 
 /// How a one-row dense linear runs: its entry and its split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,19 +182,19 @@ impl LinearShape {
 }
 
 impl Kernels {
-    /// The walk or pipelined plan `rule` gives a one-row dense launch of `kind` over `s`
-    /// before any shared entry, and the walk kernel's resident block count.
-    fn base_plan(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
+    /// The walk or pipelined plan of a one-row dense launch of `kind` over `s` before any
+    /// shared entry, and the walk kernel's resident block count.
+    fn base_plan(&self, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
         let resident = |name| self.resident.get(name).copied().unwrap_or(0);
         let walk = resident(decode_kernel(kind));
-        let plan = s.one_row_plan(rule, walk, resident(decode_pipe_kernel(kind)));
+        let plan = s.one_row_plan(walk, resident(decode_pipe_kernel(kind)));
         (plan, walk)
     }
 
     /// The plan `rule` gives a one-row dense launch of `kind` over `s`, and the walk kernel's
     /// resident block count.
     fn plan_under(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
-        let (plan, walk) = self.base_plan(rule, kind, s);
+        let (plan, walk) = self.base_plan(kind, s);
         if let Some(&named) = self.row_plans.get(&(s.n, s.k)) {
             return (named, walk);
         }
@@ -311,13 +226,7 @@ impl Kernels {
                 .map(|(&(n, k), p)| format!("{n}x{k}={}:{}", p.via.name(), p.split))
                 .collect();
             named.sort();
-            line += &format!(", {ROW_PLAN_ENV} over it: {}", named.join(","));
-        }
-        if !self.row_plans_ignored.is_empty() {
-            line += &format!(
-                "; {ROW_PLAN_ENV} pairs ignored (NxK=walk|pipe|shared:1|2|4): {}",
-                self.row_plans_ignored.join(",")
-            );
+            line += &format!(", {} over it: {}", settings::ROW_PLAN, named.join(","));
         }
         line
     }
@@ -337,7 +246,7 @@ impl Kernels {
         self.decode.ragged_qkv = ragged_qkv;
     }
 
-    /// Fits the default rule (no [`DECODE_GEMV_ENV`]) to a model: [`DecodeGemv::SharedWalk`]
+    /// Fits the default rule (no `CudaTuning::decode_gemv`) to a model: [`DecodeGemv::SharedWalk`]
     /// where [`widens`] says so of the plans it would give its layers' one-row dense launches
     /// (`linears`: each kernel and shape), else it stays [`DecodeGemv::Shared`].
     pub(crate) fn fit_gemv_rule(
@@ -438,23 +347,7 @@ impl<'a> Ops<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LinearShape, OneRow, RowKernel, row_plans};
-
-    #[test]
-    fn row_plans_parse_named_pairs_and_drop_malformed_ones() {
-        let (plans, ignored) =
-            row_plans("6144x4096=pipe:2, 896x896=shared:4,1x1=walk:3,2x2=loop:1,3x=walk:1,9x9");
-        assert_eq!(plans.len(), 2);
-        assert_eq!(plans[&(6144, 4096)], OneRow::pipe(2));
-        let shared = OneRow {
-            via: RowKernel::Shared,
-            split: 4,
-        };
-        assert_eq!(plans[&(896, 896)], shared);
-        assert_eq!(ignored, ["1x1=walk:3", "2x2=loop:1", "3x=walk:1", "9x9"]);
-        let (plans, ignored) = row_plans("");
-        assert!(plans.is_empty() && ignored.is_empty());
-    }
+    use super::LinearShape;
 
     #[test]
     fn one_row_splits_reach_the_warp_target_then_bound_the_rounds() {

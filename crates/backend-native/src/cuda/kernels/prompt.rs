@@ -6,7 +6,7 @@
 //! - `attention_tiled_f32` (kernels/attention.cu): a block stages one split's keys and values
 //!   once for 16 tokens and every query head of a KV head; any cache kind.
 //! - `attention_f32`: one block per 32 positions, head and token, for head sizes whose stage
-//!   does not fit, and as the A/B side of [`PROMPT_ATTENTION_ENV`].
+//!   does not fit, and as the A/B side of `CudaTuning::prompt_attention`.
 //!
 //! The first two write per-split partials that `attention_merge_f32` merges.
 
@@ -16,6 +16,7 @@ use super::{
 use crate::cuda::blas::HalfCopy;
 use crate::cuda::state::ATTN_CHUNK;
 use crate::error::Error;
+use crate::settings::{self, CudaTuning};
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
 
@@ -38,10 +39,6 @@ const MMA_SPAN_MAX: usize = 2048;
 /// Halves of padding after each staged row (`AM_PAD`).
 const MMA_PAD: usize = 8;
 
-/// `split` runs every prompt through the split kernel, `tiled` through the tiled f32 kernel
-/// (no tensor cores); unset, the best kernel that fits (A/B switch).
-pub const PROMPT_ATTENTION_ENV: &str = "GENAI_BRIDGE_PROMPT_ATTENTION";
-
 /// The tensor-core entries: cache kind, largest head size, name (the smallest that fits runs).
 const MMA_ENTRIES: [(KvKind, usize, &str); 6] = [
     (KvKind::F16, 64, "attention_mma_f16_64"),
@@ -52,27 +49,8 @@ const MMA_ENTRIES: [(KvKind, usize, &str); 6] = [
     (KvKind::Bf16, 256, "attention_mma_bf16_256"),
 ];
 
-/// Which prompt-attention kernels may run ([`PROMPT_ATTENTION_ENV`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PromptMode {
-    Best,
-    Tiled,
-    Split,
-}
-
-impl PromptMode {
-    pub(crate) fn parse(value: Option<&str>) -> Result<PromptMode, Error> {
-        match value {
-            None | Some("") => Ok(PromptMode::Best),
-            Some("tiled") => Ok(PromptMode::Tiled),
-            Some("split") => Ok(PromptMode::Split),
-            Some(other) => Err(Error::Invalid {
-                what: PROMPT_ATTENTION_ENV,
-                why: format!("{other:?} (expected tiled or split, or unset)"),
-            }),
-        }
-    }
-}
+/// Which prompt-attention kernels may run (`CudaTuning::prompt_attention`).
+use crate::settings::PromptAttention as PromptMode;
 
 /// Dynamic shared memory of a tiled block (`at_shared_floats`): one split's K rows padded to
 /// `hs + 1` floats, its V rows, and each warp's q row and weights.
@@ -85,10 +63,6 @@ pub(crate) fn tiled_shared_bytes(hs: usize) -> usize {
 pub(crate) fn mma_shared_bytes(hs: usize) -> usize {
     2 * (MMA_ROWS + 4 * MMA_KEYS) * (hs + MMA_PAD)
 }
-
-/// Environment variable: tensor-core prompt blocks an SM to plan the spans for (a positive
-/// integer; unset, as many as fit on an SM at once), an A/B switch for the spans' count.
-pub const PROMPT_BLOCKS_ENV: &str = "GENAI_BRIDGE_PROMPT_BLOCKS_PER_SM";
 
 /// Spans the tensor-core kernel cuts a pass's keys into (the device sizes them from the step
 /// scalars, `prompt_span`): as many as `blocks_per_span` blocks each keep within `wanted` blocks
@@ -116,34 +90,24 @@ pub(crate) struct PromptDevice {
     mma_max: HashMap<&'static str, usize>,
     /// Blocks of each tensor-core entry that fit an SM at once, at its largest head size.
     mma_resident: HashMap<&'static str, usize>,
-    /// Tensor-core blocks an SM to plan for ([`PROMPT_BLOCKS_ENV`]; `None`: as many as fit).
+    /// Tensor-core blocks an SM to plan for (`CudaTuning::prompt_blocks_per_sm`; `None`: as
+    /// many as fit).
     blocks_per_sm: Option<usize>,
-}
-
-/// [`PROMPT_BLOCKS_ENV`]'s value: a positive integer, or unset.
-fn parse_blocks(value: Option<&str>) -> Result<Option<usize>, Error> {
-    let Some(v) = value else { return Ok(None) };
-    match v.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(Error::Invalid {
-            what: PROMPT_BLOCKS_ENV,
-            why: format!("{v:?} is not a positive integer"),
-        }),
-    }
 }
 
 impl PromptDevice {
     /// Probes the kernels `functions` holds for a device of compute capability `major`, under
-    /// [`PROMPT_ATTENTION_ENV`] (a value it does not know is an error at load).
+    /// `tuning`'s prompt-attention switches.
     pub(crate) fn probe(
         ctx: &CudaContext,
         major: i32,
         functions: &HashMap<&'static str, CudaFunction>,
-    ) -> Result<PromptDevice, Error> {
-        let mode = PromptMode::parse(std::env::var(PROMPT_ATTENTION_ENV).ok().as_deref())?;
-        let blocks_per_sm = parse_blocks(std::env::var(PROMPT_BLOCKS_ENV).ok().as_deref())?;
+        tuning: &CudaTuning,
+    ) -> PromptDevice {
+        let mode = tuning.prompt_attention;
+        let blocks_per_sm = tuning.prompt_blocks_per_sm;
         if mode == PromptMode::Split || ctx.bind_to_thread().is_err() {
-            return Ok(PromptDevice::default());
+            return PromptDevice::default();
         }
         let tiled_max = functions
             .get("attention_tiled_f32")
@@ -164,12 +128,12 @@ impl PromptDevice {
                 }
             }
         }
-        Ok(PromptDevice {
+        PromptDevice {
             tiled_max,
             mma_max,
             mma_resident,
             blocks_per_sm,
-        })
+        }
     }
 
     /// Tensor-core blocks of entry `name` an SM is planned for: the switch's value, else as
@@ -231,8 +195,9 @@ impl PromptDevice {
             })
             .collect();
         format!(
-            "prompt attention: {} ({PROMPT_ATTENTION_ENV}=tiled or =split for the f32 kernels)",
-            kernels.join("; ")
+            "prompt attention: {} ({}=tiled or =split for the f32 kernels)",
+            kernels.join("; "),
+            settings::PROMPT_ATTENTION
         )
     }
 }
@@ -556,16 +521,6 @@ mod tests {
         // 64 q rows and two stages of 32 keys and 32 values, 136 halves each.
         assert_eq!(mma_shared_bytes(128), 2 * 192 * 136);
         assert!(mma_shared_bytes(64) <= 48 * 1024 && mma_shared_bytes(128) > 48 * 1024);
-        assert_eq!(PromptMode::parse(None).ok(), Some(PromptMode::Best));
-        assert_eq!(
-            PromptMode::parse(Some("split")).ok(),
-            Some(PromptMode::Split)
-        );
-        assert_eq!(
-            PromptMode::parse(Some("tiled")).ok(),
-            Some(PromptMode::Tiled)
-        );
-        assert!(PromptMode::parse(Some("fast")).is_err());
     }
 
     #[test]
@@ -588,13 +543,7 @@ mod tests {
     }
 
     #[test]
-    fn the_blocks_switch_takes_a_positive_integer() {
-        assert_eq!(parse_blocks(None).ok(), Some(None));
-        assert_eq!(parse_blocks(Some("4")).ok(), Some(Some(4)));
-        assert_eq!(parse_blocks(Some(" 16 ")).ok(), Some(Some(16)));
-        for bad in ["0", "-2", "four", ""] {
-            assert!(parse_blocks(Some(bad)).is_err(), "{bad:?}");
-        }
+    fn the_blocks_switch_overrides_what_fits() {
         let mut device = PromptDevice::default();
         assert_eq!(device.blocks_per_sm("x"), MMA_BLOCKS_PER_SM);
         device.mma_resident.insert("attention_mma_f16_64", 5);

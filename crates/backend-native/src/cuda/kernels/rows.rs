@@ -99,60 +99,6 @@ impl Ops<'_> {
         )
     }
 
-    /// One row of [`Ops::skip_norm`] (with `write_sum`), its output also written split into
-    /// f16 halves at `split` (`split_bytes(width)` bytes) for the tensor-core int4 GEMVs.
-    #[allow(clippy::too_many_arguments)]
-    pub fn skip_norm_split(
-        &self,
-        (x, delta): (DevPtr, DevPtr),
-        (weight, bias): (DevPtr, DevPtr),
-        out: DevPtr,
-        split: DevPtr,
-        width: usize,
-        (eps, rms): (f32, bool),
-        act: i32,
-    ) -> Result<(), Error> {
-        let threads = norm_threads(width)?;
-        let (w, rms, write_sum) = (int("width", width)?, i32::from(rms), 1i32);
-        let f = self.k.get("skip_norm_split_f32")?;
-        launch!(
-            self,
-            f,
-            cfg((1, 1, 1), threads, 0),
-            &x,
-            &delta,
-            &weight,
-            &bias,
-            &out,
-            &w,
-            &eps,
-            &rms,
-            &write_sum,
-            &act,
-            &split
-        )
-    }
-
-    /// One row of `skip_norm` (with the sum written back) whose delta is `acc`'s fixed-point
-    /// sums, clearing them.
-    pub fn skip_norm_fixed(
-        &self,
-        (x, acc): (DevPtr, DevPtr),
-        (weight, bias): (DevPtr, DevPtr),
-        out: DevPtr,
-        width: usize,
-        (eps, rms): (f32, bool),
-        act: i32,
-    ) -> Result<(), Error> {
-        let threads = norm_threads(width)?;
-        let (w, rms) = (int("width", width)?, i32::from(rms));
-        let f = self.k.get("skip_norm_fixed_f32")?;
-        let c = cfg((1, 1, 1), threads, 0);
-        launch!(
-            self, f, c, &x, &acc, &weight, &bias, &out, &w, &eps, &rms, &act
-        )
-    }
-
     #[allow(clippy::too_many_arguments)]
     pub fn rotary_append(
         &self,

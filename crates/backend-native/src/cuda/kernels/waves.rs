@@ -1,5 +1,4 @@
-//! The wave-aware split of the one-row dense GEMVs (the default; `GENAI_BRIDGE_DECODE_GEMV=split`
-//! for the rule before it): a launch of B blocks on a device that holds R of them at once runs
+//! The wave-aware split of the one-row dense GEMVs (every rule's base): a launch of B blocks on a device that holds R of them at once runs
 //! ceil(B / R) waves, and each block's warps walk ceil(values per warp / one load round)
 //! dependent load rounds, so the split with the fewest waves × rounds should finish first. The
 //! warp-count rule (`LinearShape::decode_split`) can leave a nearly empty last wave (1.5B qkv:
@@ -7,7 +6,7 @@
 //! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7). Rows that leave a warp three or more rounds
 //! at that split go to the pipelined kernel at a split of its own (`one_row_plan`; round 10).
 
-use super::{DEC_COLS, DEC_WARPS, DecodeGemv, LinearShape, OneRow, PIPE_ROUNDS};
+use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, PIPE_ROUNDS};
 use cudarc::driver::{CudaContext, CudaFunction, sys};
 use std::collections::HashMap;
 
@@ -86,38 +85,15 @@ impl LinearShape {
         best
     }
 
-    /// The kernel and split `rule` gives this one-row shape, with the resident block counts of
+    /// The walk or pipelined plan of this one-row shape that every rule starts from (the shared
+    /// entries come after, `Kernels::plan_under`), with the resident block counts of
     /// `gemv_decode_*` and `gemv_decode_pipe_*` (0: unknown).
-    pub(super) fn one_row_plan(&self, rule: DecodeGemv, walk: usize, pipe: usize) -> OneRow {
-        let plain = OneRow::walk;
-        match rule {
-            DecodeGemv::Waves
-            | DecodeGemv::Pipe
-            | DecodeGemv::OneWave
-            | DecodeGemv::Shared
-            | DecodeGemv::SharedWalk => {
-                let split = self.decode_split_waves(walk, self.decode_split());
-                let piped = OneRow::pipe;
-                if rule == DecodeGemv::Waves || pipe == 0 {
-                    return plain(split);
-                }
-                let pipe_split = self.decode_pipe_split(pipe);
-                if self.decode_rounds(split) >= PIPE_ROUNDS {
-                    return piped(pipe_split);
-                }
-                let one_wave = rule == DecodeGemv::OneWave
-                    && walk > 0
-                    && self.decode_blocks(split) > walk
-                    && pipe_split >= 2
-                    && self.decode_blocks(pipe_split) <= pipe;
-                if one_wave {
-                    piped(pipe_split)
-                } else {
-                    plain(split)
-                }
-            }
-            DecodeGemv::Split | DecodeGemv::Staged => plain(self.decode_split()),
+    pub(super) fn one_row_plan(&self, walk: usize, pipe: usize) -> OneRow {
+        let split = self.decode_split_waves(walk, self.decode_split());
+        if pipe == 0 || self.decode_rounds(split) < PIPE_ROUNDS {
+            return OneRow::walk(split);
         }
+        OneRow::pipe(self.decode_pipe_split(pipe))
     }
 
     /// Dependent load rounds a warp of `gemv_decode_*` walks at `split`.
@@ -227,44 +203,18 @@ mod tests {
 
     #[test]
     fn long_rows_go_to_the_pipelined_kernel() {
-        let plan = |n, k, rule, pipe| LinearShape::one_row(n, k, -1).one_row_plan(rule, H200, pipe);
+        let plan = |n, k, pipe| LinearShape::one_row(n, k, -1).one_row_plan(H200, pipe);
         let (walk, piped) = (OneRow::walk, OneRow::pipe);
         // Llama-3-8B down (4 rounds at split 4) and Qwen2.5-1.5B down (3 rounds).
-        assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 1056), piped(2));
-        assert_eq!(plan(1536, 8960, DecodeGemv::Pipe, 1056), piped(4));
+        assert_eq!(plan(4096, 14_336, 1056), piped(2));
+        assert_eq!(plan(1536, 8960, 1056), piped(4));
         // Qwen2.5-0.5B down (2 rounds) and Llama-3-8B qkv (1 round) stay.
-        assert_eq!(plan(896, 4864, DecodeGemv::Pipe, 1056), walk(4));
-        assert_eq!(plan(6144, 4096, DecodeGemv::Pipe, 1056), walk(4));
-        // Llama-3-8B o (3 waves of the walk at split 4) stays on the walk kernel under `pipe`.
-        assert_eq!(plan(4096, 4096, DecodeGemv::Pipe, 1056), walk(4));
-        // The `waves` rule, or no resident count for the pipelined kernel: never.
-        assert_eq!(plan(4096, 14_336, DecodeGemv::Waves, 1056), walk(4));
-        assert_eq!(plan(4096, 14_336, DecodeGemv::Pipe, 0), walk(4));
-    }
-
-    #[test]
-    fn the_one_wave_rule_takes_rows_the_pipelined_kernel_fits_in_one_wave_at_split_2_or_more() {
-        let plan =
-            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::OneWave, H200, 1056);
-        let glu =
-            |n, k| LinearShape::one_row(n, k, 0).one_row_plan(DecodeGemv::OneWave, H200, 1056);
-        let (walk, piped) = (OneRow::walk, OneRow::pipe);
-        let pipe = |plan: OneRow| plan.via == RowKernel::Pipe;
-        // Llama-3-8B o: the walk's 2,048 blocks at split 4 take 3 waves; the pipelined kernel's
-        // 1,024 at split 2 take one.
-        assert_eq!(plan(4096, 4096), piped(2));
-        // Llama-3-8B qkv: the pipelined kernel fits one wave only at split 1 (8 rounds a warp).
-        assert_eq!(plan(6144, 4096), walk(4));
-        // Rows the walk takes in one wave stay (Qwen2.5-0.5B/1.5B qkv and o).
-        assert_eq!(plan(1152, 896), walk(2));
-        assert_eq!(plan(2048, 1536), walk(2));
-        assert!(!pipe(plan(1536, 1536)));
-        assert!(!pipe(plan(896, 896)));
-        // Wide rows take several waves either way (gate/up, lm_head).
-        assert!(!pipe(glu(9728, 896)) && !pipe(glu(17_920, 1536)) && !pipe(glu(28_672, 4096)));
-        assert_eq!(plan(128_256, 4096), walk(4));
-        // Long rows go to the pipelined kernel as under `pipe`.
-        assert_eq!(plan(4096, 14_336), piped(2));
+        assert_eq!(plan(896, 4864, 1056), walk(4));
+        assert_eq!(plan(6144, 4096, 1056), walk(4));
+        // Llama-3-8B o (3 waves of the walk at split 4) stays on the walk kernel.
+        assert_eq!(plan(4096, 4096, 1056), walk(4));
+        // No resident count for the pipelined kernel: never.
+        assert_eq!(plan(4096, 14_336, 0), walk(4));
     }
 
     #[test]
@@ -295,8 +245,7 @@ mod tests {
         ]));
         // Which plans the base rule gives those shapes (qkv, o, gate/up, down): walks but for
         // the long rows.
-        let base =
-            |n, k| LinearShape::one_row(n, k, -1).one_row_plan(DecodeGemv::Shared, H200, 1056);
+        let base = |n, k| LinearShape::one_row(n, k, -1).one_row_plan(H200, 1056);
         let layer = |shapes: [(usize, usize); 4]| shapes.map(|(n, k)| base(n, k));
         let walks = |splits: [usize; 4]| splits.map(OneRow::walk);
         let qwen05 = [(1152, 896), (896, 896), (9728, 896), (896, 4864)];
@@ -312,7 +261,7 @@ mod tests {
     fn a_qkv_of_several_waves_or_rounds_is_ragged() {
         let ragged_qkv = |n, k| {
             let s = LinearShape::one_row(n, k, -1);
-            ragged(&s, s.one_row_plan(DecodeGemv::Shared, H200, 1056), H200)
+            ragged(&s, s.one_row_plan(H200, 1056), H200)
         };
         // Qwen2.5-0.5B, Qwen2.5-1.5B and Llama-3.2-1B: held at once.
         assert!(!ragged_qkv(1152, 896) && !ragged_qkv(2048, 1536) && !ragged_qkv(3072, 2048));

@@ -93,12 +93,14 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         }]);
     }
     let all = cases();
-    let int4 = gemm_int4::cases();
+    let dequant_values = c.kernels.tuning.dequant_values;
+    let int4 = gemm_int4::cases(dequant_values);
     let scratch = GemmScratch::of(
         all.iter()
             .map(|k| (gemm_type(k.dt), k.k, k.cols()))
             .chain(halves::gemm_layers()),
         int4.iter().map(|k| k.layer()),
+        dequant_values,
     );
     let blas = Blas::new(&c.stream, scratch)?;
     let ops = Ops {

@@ -11,7 +11,7 @@ use super::gemm::{check, cpu_linear, in_slice, sum_tol};
 use super::linear::{Dt, rounded};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::blas::{Blas, GemmType, Halves, dequant_values, skinny_takes};
+use crate::cuda::blas::{Blas, GemmType, Halves, skinny_takes};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
 
@@ -44,7 +44,7 @@ impl Case {
     }
 }
 
-pub(super) fn cases() -> Vec<Case> {
+pub(super) fn cases(dequant_values: usize) -> Vec<Case> {
     let mut all = Vec::new();
     for dt in [Dt::F32, Dt::F16, Dt::Bf16] {
         let c = |m, k, n, bs, zp, act, glu| Case {
@@ -74,13 +74,13 @@ pub(super) fn cases() -> Vec<Case> {
             c(9, 896, 128, 32, true, 0, 0), // SiLU GLU over (gate, up) rows
         ]);
     }
-    // Wider than one dequantised slice (`dequant_values()`, 32 Mi values by default): two
+    // Wider than one dequantised slice (`dequant_values`, 32 Mi values by default): two
     // or more GEMMs into one output, the last slice narrower than the others.
     let wide = |dt, glu| Case {
         dt,
         m: 3,
         k: 4096,
-        n: dequant_values() / 4096 + 2,
+        n: dequant_values / 4096 + 2,
         bs: 32,
         zp: true,
         act: 0,
@@ -178,9 +178,10 @@ pub(super) fn check_case(
         )
         .map(|_| ())
     })?;
+    let rows = c.kernels.tuning.int4_skinny_rows;
     let name = format!(
         "gemm int4 {dt:?} m{m} k{k} n{n} bs{bs}{}{}{}",
-        if skinny_takes(case.gemm_type(), m, k, bs, true) {
+        if skinny_takes(case.gemm_type(), (m, rows), k, bs, true) {
             " skinny"
         } else {
             ""

@@ -7,7 +7,6 @@
 
 use super::epilogue::{epilogue_limit, host_epilogue};
 use super::linear::{bitwise_equal, shifted_f32, verdict};
-use super::split::host_split;
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
 use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape};
@@ -238,9 +237,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
         ldy: width,
         glu,
     };
-    // One row of x split as a norm writes it (`split.rs`), for the tensor-core kernel.
-    let dsplit = c.up(&if m == 1 { host_split(&x) } else { Vec::new() })?;
-    let run = |p: DevPtr, xp: DevPtr, q: DevPtr, (half, split): (bool, bool), wide| {
+    let run = |p: DevPtr, xp: DevPtr, q: DevPtr, half: bool, wide| {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * width)?;
         if acc == 4 {
             let parts = (p, ds.ptr, zu_ptr);
@@ -252,35 +249,30 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
                 block: bs,
                 integral_zp: case.tensor,
                 scales_f16: if half { ds16.ptr } else { 0 },
-                x_split: if split { dsplit.ptr } else { 0 },
             };
             c.ops()
                 .gemv_int4_f32_entry(parts, form, xp, bias_ptr, dy.ptr, s, act, wide)?;
         }
         c.down(&dy, m * width)
     };
-    let first = run(p_al.ptr, x_al.ptr, qa.ptr, (false, false), None)?;
+    let first = run(p_al.ptr, x_al.ptr, qa.ptr, false, None)?;
     let shifted = (p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8);
-    let mut again = run(shifted.0, shifted.1, shifted.2, (case.tensor, false), None)?;
+    let mut again = run(shifted.0, shifted.1, shifted.2, case.tensor, None)?;
     let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
     let mut name = name(&case);
     if case.tensor {
         let mma = c.ops().int4_mma_fits(&s, bs, true);
         if mma {
-            // Both entries, whichever the rule picked first, staging x and (one row) reading
-            // it split: the same bits again.
-            for (wide, split) in [(false, false), (true, false), (false, true), (true, true)] {
-                if split && m != 1 {
-                    continue;
-                }
-                let forced = run(p_al.ptr, x_al.ptr, qa.ptr, (true, split), Some(wide))?;
+            // Both entries, whichever the rule picked first: the same bits again.
+            for wide in [false, true] {
+                let forced = run(p_al.ptr, x_al.ptr, qa.ptr, true, Some(wide))?;
                 if !bitwise_equal(&forced, &first) {
                     again = forced;
                 }
             }
         }
         name += if mma {
-            " tensor cores (f32 scales, then f16 scales shifted, deep and wide, x split)"
+            " tensor cores (f32 scales, then f16 scales shifted, deep and wide)"
         } else {
             " (tensor cores do not fit: scalar)"
         };

@@ -93,17 +93,19 @@ fn ways(sms: usize) -> Vec<(String, Way)> {
 /// Times `models` (see [`step_shape`]) on device `ordinal` the [`ways`] named in `only` (all
 /// when empty), `reps` timed replays each. A way that cannot run (a cooperative grid that does
 /// not fit) is reported with its error. Each timing goes to `report` as soon as it is measured
-/// (a way that hangs leaves the ones before it).
+/// (a way that hangs leaves the ones before it). `defines`: the prototype's knobs
+/// (`CudaTuning::nvrtc_defines`).
 pub fn time_steps(
     ordinal: usize,
     models: &[String],
     only: &[String],
     reps: usize,
+    defines: &[crate::settings::NvrtcDefine],
     report: &mut dyn FnMut(&StepTiming),
 ) -> Result<(), Error> {
     let device = Device::open(ordinal)?;
     let stream = device.ctx.new_stream().map_err(cuda("stream"))?;
-    let proto = load(&device)?;
+    let proto = load(&device, defines)?;
     let all = ways(proto.sms);
     let chosen: Vec<&(String, Way)> = all
         .iter()

@@ -31,9 +31,12 @@ pub struct OrtDecoder {
 }
 
 impl OrtDecoder {
-    /// Loads ONNX Runtime if needed and creates the session for `config`'s decoder.
+    /// Creates the session for `config`'s decoder in the process's ONNX Runtime: the library
+    /// [`library::ensure_loaded`] loaded, else (none loaded yet) the first found in the fixed
+    /// places of the search order. A caller that honours `ORT_DYLIB_PATH`/`ORT_LIB_PATH`, as
+    /// genai-runtime does, loads the library with them before.
     pub fn load(config: &Config, options: &OrtOptions) -> Result<Self, Error> {
-        let loaded = library::ensure_loaded()?;
+        let loaded = library::ensure_loaded(&library::LibrarySearch::default())?;
         let decoder = &config.model.decoder;
         let mut reasons = vec![format!("ONNX Runtime from {}", loaded.path.display())];
         let providers = chosen_providers(&decoder.session_options.provider_options, options.device);

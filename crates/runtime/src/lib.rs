@@ -3,6 +3,7 @@
 //! decoder and, on request, verifies the native decoder against ONNX Runtime before using it.
 //! Shared by the CLI and the C ABI.
 
+pub mod ort_search;
 mod verify;
 
 pub use genai_backend_native::paging::VramBudget;
@@ -223,7 +224,8 @@ pub fn decide(config: &Config, options: &OpenOptions) -> Result<Decision, Error>
         )),
         Err(why) => Err(format!("the graph does not lift: {why}")),
     };
-    let ort = match library::ensure_loaded() {
+    let search = ort_search::library_search();
+    let ort = match library::ensure_loaded(&search) {
         Ok(loaded) => Ok(loaded.path.display().to_string()),
         Err(e) => Err(e.to_string()),
     };
@@ -232,7 +234,7 @@ pub fn decide(config: &Config, options: &OpenOptions) -> Result<Decision, Error>
         ort: Some(ort),
         native_cuda: Some(native_cuda_fact(lifted.as_ref().ok())),
         ort_cuda: Some(
-            library::cuda_available()
+            library::cuda_available(&search)
                 .map(|()| "ONNX Runtime has the CUDA execution provider".into()),
         ),
         configured_device: configured_device(config),
@@ -393,6 +395,7 @@ pub fn open_ort(
         }),
         threads,
     };
+    library::ensure_loaded(&ort_search::library_search())?;
     Ok(Box::new(OrtDecoder::load(config, &options)?))
 }
 

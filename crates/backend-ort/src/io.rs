@@ -48,7 +48,6 @@ pub(crate) struct IoSpec {
     pub kv_heads: usize,
     pub head_size: usize,
     pub logits: String,
-    pub logits_dtype: TensorElementType,
     pub vocab_size: usize,
 }
 
@@ -125,18 +124,18 @@ impl IoSpec {
                 "has no output named {logits_name:?} (outputs.logits)"
             ))
         })?;
-        let logits_dtype = match logits.dtype().tensor_type() {
+        match logits.dtype().tensor_type() {
             Some(
-                t @ (TensorElementType::Float32
+                TensorElementType::Float32
                 | TensorElementType::Float16
-                | TensorElementType::Bfloat16),
-            ) => t,
+                | TensorElementType::Bfloat16,
+            ) => {}
             other => {
                 return Err(fail(format!(
                     "logits have element type {other:?}; f32, f16 or bf16 expected"
                 )));
             }
-        };
+        }
         let vocab_size = logits
             .dtype()
             .tensor_shape()
@@ -182,7 +181,6 @@ impl IoSpec {
             kv_heads,
             head_size,
             logits: logits_name.clone(),
-            logits_dtype,
             vocab_size,
         })
     }

@@ -2,8 +2,8 @@
 //! outputs alias (`past_present_share_buffer`), or present outputs fed back as the next pasts.
 
 use crate::Error;
+use crate::device::Device;
 use crate::io::IoSpec;
-use crate::session::Device;
 use crate::tensors::{allocated, empty_float, truncate_axis};
 use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{IoBinding, Session};

@@ -1,11 +1,14 @@
 //! Finding and loading the ONNX Runtime shared library, in a stated order:
-//! 1. `ORT_DYLIB_PATH` (a file, or a folder holding the library), then `ORT_LIB_PATH` (the
-//!    variable ONNX Runtime GenAI's Python package sets before it loads its core library),
+//! 1. [`LibrarySearch::dylib_path`] (`ORT_DYLIB_PATH`: a file, or a folder holding the library),
+//!    then [`LibrarySearch::lib_path`] (`ORT_LIB_PATH`, the variable ONNX Runtime GenAI's Python
+//!    package sets before it loads its core library),
 //! 2. beside the running executable,
 //! 3. the project cache under the cargo target directory (filled by this crate's build script),
 //! 4. the `onnxruntime` Python package's `capi/` folder (`python3` on PATH).
 //!
-//! The library is loaded once per process; every candidate that was skipped is kept as a reason.
+//! This crate reads no environment variable: the caller (genai-runtime) fills the
+//! [`LibrarySearch`]. The library is loaded once per process, by the first search; every
+//! candidate that was skipped is kept as a reason.
 
 use crate::Error;
 use std::path::{Path, PathBuf};
@@ -33,6 +36,15 @@ const LIBRARY_NAMES: &[&str] = &["libonnxruntime.dylib"];
 #[cfg(not(any(target_os = "windows", target_os = "macos")))]
 const LIBRARY_NAMES: &[&str] = &["libonnxruntime.so"];
 
+/// The places the caller names, looked at before the fixed ones. Empty paths count as unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LibrarySearch {
+    /// `ORT_DYLIB_PATH`: the library file, or a folder holding it.
+    pub dylib_path: Option<PathBuf>,
+    /// `ORT_LIB_PATH`: the library file, or a folder holding it.
+    pub lib_path: Option<PathBuf>,
+}
+
 /// One place we looked.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -41,20 +53,22 @@ pub struct Candidate {
     pub path: PathBuf,
 }
 
-/// Loads ONNX Runtime if it is not loaded yet.
-pub fn ensure_loaded() -> Result<&'static Loaded, Error> {
+/// Loads ONNX Runtime if it is not loaded yet, looking where `search` says first (a library
+/// already loaded, or a search that already failed, stays: `search` is then not used).
+pub fn ensure_loaded(search: &LibrarySearch) -> Result<&'static Loaded, Error> {
     LOADED
-        .get_or_init(load_first_usable)
+        .get_or_init(|| load_first_usable(search))
         .as_ref()
         .map_err(|reasons| Error::LibraryNotFound {
             reasons: reasons.clone(),
         })
 }
 
-/// Whether the loaded library has the CUDA execution provider (loading it if needed).
-pub fn cuda_available() -> Result<(), String> {
+/// Whether the loaded library has the CUDA execution provider (loading it with `search` if
+/// needed).
+pub fn cuda_available(search: &LibrarySearch) -> Result<(), String> {
     use ort::ep::ExecutionProvider;
-    ensure_loaded().map_err(|e| e.to_string())?;
+    ensure_loaded(search).map_err(|e| e.to_string())?;
     match ort::ep::CUDA::is_available() {
         Ok(true) => Ok(()),
         Ok(false) => Err("the loaded ONNX Runtime has no CUDA execution provider".into()),
@@ -62,9 +76,9 @@ pub fn cuda_available() -> Result<(), String> {
     }
 }
 
-fn load_first_usable() -> Result<Loaded, String> {
+fn load_first_usable(search: &LibrarySearch) -> Result<Loaded, String> {
     let mut skipped = Vec::new();
-    for candidate in candidates() {
+    for candidate in candidates(search) {
         if !candidate.path.is_file() {
             skipped.push(format!(
                 "{}: {} does not exist",
@@ -107,17 +121,20 @@ fn load_first_usable() -> Result<Loaded, String> {
 }
 
 /// Every place we look, in order.
-pub fn candidates() -> Vec<Candidate> {
+pub fn candidates(search: &LibrarySearch) -> Vec<Candidate> {
     let mut found = Vec::new();
-    for variable in ["ORT_DYLIB_PATH", "ORT_LIB_PATH"] {
-        if let Some(value) = std::env::var_os(variable).filter(|v| !v.is_empty()) {
-            let path = PathBuf::from(value);
+    let given = [
+        ("ORT_DYLIB_PATH", &search.dylib_path),
+        ("ORT_LIB_PATH", &search.lib_path),
+    ];
+    for (source, path) in given {
+        if let Some(path) = path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
             if path.is_dir() {
-                found.extend(in_folder(variable, &path));
+                found.extend(in_folder(source, path));
             } else {
                 found.push(Candidate {
-                    source: variable,
-                    path,
+                    source,
+                    path: path.clone(),
                 });
             }
         }
@@ -222,17 +239,67 @@ mod tests {
         );
     }
 
+    /// The rules in the documented order; each candidate's rule must not come before the
+    /// previous candidate's.
+    const ORDER: [&str; 5] = [
+        "ORT_DYLIB_PATH",
+        "ORT_LIB_PATH",
+        "beside the executable",
+        "project cache",
+        "Python onnxruntime package",
+    ];
+
+    fn rank(source: &str) -> usize {
+        ORDER
+            .iter()
+            .position(|s| *s == source)
+            .unwrap_or_else(|| panic!("unknown source {source:?}"))
+    }
+
     #[test]
-    fn orders_env_then_executable_then_cache() {
-        let sources: Vec<_> = candidates().iter().map(|c| c.source).collect();
-        let cache = sources
-            .iter()
-            .position(|s| *s == "project cache")
-            .expect("cache listed");
-        let exe = sources
-            .iter()
-            .position(|s| *s == "beside the executable")
-            .expect("exe listed");
-        assert!(exe < cache, "{sources:?}");
+    fn orders_given_paths_then_executable_then_cache() {
+        // ORT_DYLIB_PATH names a file (missing: still listed first), ORT_LIB_PATH a folder
+        // holding the library: both come before the fixed places, in that order.
+        let dir = std::env::temp_dir().join(format!("genai-bridge-search-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp folder");
+        let in_dir = dir.join(LIBRARY_NAMES[0]);
+        std::fs::write(&in_dir, b"").expect("library file");
+        let file = dir.join("missing").join(LIBRARY_NAMES[0]);
+        let search = LibrarySearch {
+            dylib_path: Some(file.clone()),
+            lib_path: Some(dir.clone()),
+        };
+        let found = candidates(&search);
+        std::fs::remove_dir_all(&dir).expect("temp folder removed");
+        let sources: Vec<_> = found.iter().map(|c| c.source).collect();
+        assert_eq!(found[0].source, "ORT_DYLIB_PATH");
+        assert_eq!(found[0].path, file);
+        assert_eq!(found[1].source, "ORT_LIB_PATH");
+        assert_eq!(found[1].path, in_dir);
+        assert!(
+            sources.windows(2).all(|w| rank(w[0]) <= rank(w[1])),
+            "{sources:?}"
+        );
+        for source in ["beside the executable", "project cache"] {
+            assert!(sources.contains(&source), "{source} missing: {sources:?}");
+        }
+    }
+
+    #[test]
+    fn unset_and_empty_paths_add_nothing() {
+        let empty = LibrarySearch {
+            dylib_path: Some(PathBuf::new()),
+            lib_path: None,
+        };
+        let sources: Vec<_> = candidates(&empty).iter().map(|c| c.source).collect();
+        assert_eq!(
+            sources.first(),
+            Some(&"beside the executable"),
+            "{sources:?}"
+        );
+        assert!(
+            sources.windows(2).all(|w| rank(w[0]) <= rank(w[1])),
+            "{sources:?}"
+        );
     }
 }

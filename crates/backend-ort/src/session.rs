@@ -2,34 +2,18 @@
 //! config or the user asks for.
 
 use crate::Error;
-use crate::graph;
+use crate::cuda_graph;
+use crate::device::Device;
 use crate::io::IoSpec;
 use crate::library;
+use crate::shared::Shared;
 use crate::state::OrtState;
 use genai_config::{Config, Provider};
 use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions};
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider, ExecutionProvider};
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
-
-/// Where the session runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Device {
-    Cpu,
-    Cuda,
-}
-
-impl Device {
-    /// "cpu" or "cuda".
-    pub fn name(self) -> &'static str {
-        match self {
-            Device::Cpu => "cpu",
-            Device::Cuda => "cuda",
-        }
-    }
-}
 
 /// What the caller chooses beyond the config.
 #[derive(Debug, Clone, Default)]
@@ -46,22 +30,13 @@ pub struct OrtDecoder {
     info: BackendInfo,
 }
 
-/// What generations share: the session (ONNX Runtime's `Run` needs exclusive access through
-/// the `ort` API, so it sits behind a mutex) and the resolved inputs and outputs.
-pub(crate) struct Shared {
-    pub session: Mutex<Session>,
-    pub io: IoSpec,
-    pub device: Device,
-    /// The CUDA provider was registered with `enable_cuda_graph` on.
-    pub graph_requested: bool,
-    /// The next `gpu_graph_id` to hand a generation's captured step (ids start at 1).
-    pub next_graph_id: AtomicUsize,
-}
-
 impl OrtDecoder {
-    /// Loads ONNX Runtime if needed and creates the session for `config`'s decoder.
+    /// Creates the session for `config`'s decoder in the process's ONNX Runtime: the library
+    /// [`library::ensure_loaded`] loaded, else (none loaded yet) the first found in the fixed
+    /// places of the search order. A caller that honours `ORT_DYLIB_PATH`/`ORT_LIB_PATH`, as
+    /// genai-runtime does, loads the library with them before.
     pub fn load(config: &Config, options: &OrtOptions) -> Result<Self, Error> {
-        let loaded = library::ensure_loaded()?;
+        let loaded = library::ensure_loaded(&library::LibrarySearch::default())?;
         let decoder = &config.model.decoder;
         let mut reasons = vec![format!("ONNX Runtime from {}", loaded.path.display())];
         let providers = chosen_providers(&decoder.session_options.provider_options, options.device);
@@ -121,17 +96,9 @@ impl OrtDecoder {
             .commit_from_file(&path)
             .map_err(|e| Error::ort(format!("loading {}", path.display()), e))?;
         let io = IoSpec::resolve(&session, config)?;
-        let graph_requested = device == Device::Cuda && graph::requested(&providers);
-        if graph_requested {
-            reasons.push(
-                if graph::capture_from_env() {
-                    "enable_cuda_graph: one-token steps run captured when the generation qualifies"
-                } else {
-                    "enable_cuda_graph: held back, every run uncaptured (GENAI_BRIDGE_ORT_GRAPH=1 \
-                     captures)"
-                }
-                .into(),
-            );
+        let graph_id = cuda_graph::uncaptured_graph_id(device, &providers);
+        if graph_id.is_some() {
+            reasons.push("enable_cuda_graph: every run uncaptured (gpu_graph_id = -1)".into());
         }
         let info = BackendInfo {
             backend: "ort".into(),
@@ -143,8 +110,7 @@ impl OrtDecoder {
                 session: Mutex::new(session),
                 io,
                 device,
-                graph_requested,
-                next_graph_id: AtomicUsize::new(1),
+                graph_id,
             }),
             info,
         })

@@ -2,17 +2,16 @@
 //! ids, past KV), runs the session and keeps the presents.
 
 use crate::Error;
-use crate::graph::{Decision, Request, RunKind};
-use crate::graph_step::{GraphStep, uncaptured_run_options};
-use crate::kv::KvCache;
-use crate::session::Shared;
+use crate::cuda_graph;
+use crate::io::KvLayout;
+use crate::kv::{self, KvCache};
+use crate::shared::Shared;
 use crate::tensors::{int_tensor, logits_f32};
 use genai_engine::{DecodeBackend, StartOptions, StepInput};
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::RunOptions;
 use ort::value::DynValue;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// Per-generation state.
 pub(crate) struct OrtState {
@@ -20,28 +19,16 @@ pub(crate) struct OrtState {
     kv: KvCache,
     batch: usize,
     cached_len: usize,
-    /// The captured one-token step, when the CUDA graph path applies.
-    graph: Option<GraphStep>,
-    /// `gpu_graph_id` = -1 for every other run while `enable_cuda_graph` is on.
+    /// `gpu_graph_id` = -1 for every run while `enable_cuda_graph` is on.
     uncaptured: Option<RunOptions>,
 }
 
 impl OrtState {
     pub(crate) fn new(shared: Arc<Shared>, options: &StartOptions) -> Result<Self, Error> {
         let io = &shared.io;
-        let use_static =
-            options.past_present_share_buffer && io.kv_layout == crate::io::KvLayout::Split;
-        let decision = Decision::new(&Request {
-            device: shared.device,
-            enabled: shared.graph_requested,
-            capture: crate::graph::capture_from_env(),
-            batch: options.batch,
-            max_length: options.max_length,
-            past_present_share_buffer: use_static,
-            io,
-        });
-        let uncaptured = match decision.uncaptured_run_option() {
-            Some(_) => Some(uncaptured_run_options()?),
+        let use_static = options.past_present_share_buffer && io.kv_layout == KvLayout::Split;
+        let uncaptured = match shared.graph_id {
+            Some(id) => Some(cuda_graph::run_options(id)?),
             None => None,
         };
         let session = shared.session.lock().map_err(|_| poisoned())?;
@@ -56,30 +43,12 @@ impl OrtState {
         } else {
             KvCache::ping_pong(io, options.batch)?
         };
-        let graph = match decision {
-            Decision::Capture(plan) => {
-                let id = shared.next_graph_id.fetch_add(1, Ordering::Relaxed);
-                match GraphStep::new(&session, plan, id) {
-                    Ok(step) => Some(step),
-                    Err(e) => {
-                        report(&format!("CUDA graph not used: {e}"));
-                        None
-                    }
-                }
-            }
-            Decision::Fallback(reason) => {
-                report(&reason);
-                None
-            }
-            Decision::Off => None,
-        };
         drop(session);
         Ok(OrtState {
             shared: Arc::clone(&shared),
             kv,
             batch: options.batch,
             cached_len: 0,
-            graph,
             uncaptured,
         })
     }
@@ -129,14 +98,6 @@ impl OrtState {
         }
 
         let mut session = self.shared.session.lock().map_err(|_| poisoned())?;
-        if let (Some(graph), KvCache::Shared { buffers, .. }, RunKind::Captured) =
-            (&mut self.graph, &mut self.kv, RunKind::of(input))
-        {
-            let logits = graph.run(&mut session, buffers, input)?;
-            drop(session);
-            self.cached_len = total;
-            return Ok(logits);
-        }
         let logits = match &mut self.kv {
             KvCache::PingPong { values } => {
                 let mut feed: Vec<(String, ort::session::SessionInputValue<'_>)> =
@@ -170,7 +131,7 @@ impl OrtState {
                         .map_err(|e| Error::ort(format!("binding {name}"), e))?;
                 }
                 let pairs = io.past_inputs.iter().zip(&io.present_outputs);
-                crate::kv::bind_shared(&mut binding, pairs, buffers)?;
+                kv::bind_shared(&mut binding, pairs, buffers)?;
                 let cpu = MemoryInfo::new(
                     AllocationDevice::CPU,
                     0,
@@ -247,11 +208,6 @@ fn last_positions(
         rows.extend_from_slice(&data[start..start + vocab]);
     }
     Ok(rows)
-}
-
-/// Says on stderr why a generation that asked for a CUDA graph runs without one.
-fn report(reason: &str) {
-    eprintln!("genai-bridge (ort backend): {reason}; using uncaptured runs");
 }
 
 fn poisoned() -> Error {

@@ -3,7 +3,7 @@
 //! sets follow ONNX Runtime GenAI 0.18 so that valid files load and typos are still caught.
 
 use crate::de::{Int, Int64, NamedEntries, StringMap, raw_struct};
-use crate::raw::RawSessionOptions;
+use crate::raw_session::RawSessionOptions;
 
 /// Declares a raw struct whose fields are all strings (input/output name maps) and gives it
 /// `entries()`, the keys present in the file with their values, in declaration order.

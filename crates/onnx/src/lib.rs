@@ -18,15 +18,11 @@ mod dtype;
 mod error;
 mod external;
 mod model;
+#[allow(clippy::all, missing_docs)]
+pub mod proto;
 mod report;
 mod tensor;
 mod validate;
-
-/// Types generated from the ONNX schema subset in `proto/onnx_subset.proto`.
-#[allow(clippy::all, missing_docs)]
-pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
-}
 
 pub use dtype::DataType;
 pub use error::Error;

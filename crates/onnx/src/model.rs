@@ -12,7 +12,7 @@ use crate::proto::tensor_proto::DataLocation;
 use crate::proto::{GraphProto, ModelProto, TensorProto};
 use crate::tensor::{Data, ExternalRef};
 use crate::validate::{self, Inline};
-use crate::{DataType, Error, ModelReport, Tensor};
+use crate::{DataType, Error, Tensor};
 
 /// A loaded ONNX model whose initializers have all been checked.
 #[derive(Debug)]
@@ -153,11 +153,6 @@ impl OnnxModel {
     /// The external data files in use, each mapped once.
     pub fn external_files(&self) -> impl Iterator<Item = &ExternalFile> {
         self.files.iter().map(|f| f.as_ref())
-    }
-
-    /// A summary of the model's interface, operators and weights.
-    pub fn report(&self) -> ModelReport {
-        ModelReport::new(self)
     }
 
     fn tensor_at<'a>(&'a self, proto: &'a TensorProto, slot: &'a Slot) -> Tensor<'a> {

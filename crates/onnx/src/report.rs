@@ -66,8 +66,15 @@ fn canonical_domain(domain: &str) -> String {
     if domain.is_empty() { "ai.onnx" } else { domain }.to_string()
 }
 
+impl OnnxModel {
+    /// A summary of the model's interface, operators and weights.
+    pub fn report(&self) -> ModelReport {
+        ModelReport::new(self)
+    }
+}
+
 impl ModelReport {
-    pub(crate) fn new(model: &OnnxModel) -> Self {
+    fn new(model: &OnnxModel) -> Self {
         let proto = model.proto();
         let graph = model.graph();
         let initializers: HashSet<&str> =

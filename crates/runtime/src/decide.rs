@@ -42,7 +42,7 @@ pub fn decide(
         )),
         Err(why) => Err(format!("the graph does not lift: {why}")),
     };
-    let ort = match library::ensure_loaded() {
+    let ort = match library::ensure_loaded(&settings.ort_search) {
         Ok(loaded) => Ok(loaded.path.display().to_string()),
         Err(e) => Err(e.to_string()),
     };
@@ -51,7 +51,7 @@ pub fn decide(
         ort: Some(ort),
         native_cuda: Some(native_cuda_fact(lifted.as_ref().ok())),
         ort_cuda: Some(
-            library::cuda_available()
+            library::cuda_available(&settings.ort_search)
                 .map(|()| "ONNX Runtime has the CUDA execution provider".into()),
         ),
         configured_device: configured_device(config),

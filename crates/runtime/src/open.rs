@@ -6,6 +6,7 @@ use crate::decide::{Decision, decide};
 use crate::verify::{self, Outcome};
 use crate::{Error, OpenOptions, Settings};
 use genai_backend_native::{CpuDecoder, CpuOptions};
+use genai_backend_ort::library::{self, LibrarySearch};
 use genai_backend_ort::{Device, OrtDecoder, OrtOptions};
 use genai_config::Config;
 use genai_engine::{BackendKind, BackendRequest, Decoder, DeviceKind, Route, RouteFacts};
@@ -38,7 +39,9 @@ pub(crate) fn open_ort(
     config: &Config,
     device: DeviceKind,
     threads: Option<usize>,
+    search: &LibrarySearch,
 ) -> Result<Box<dyn Decoder>, Error> {
+    library::ensure_loaded(search)?;
     Ok(Box::new(OrtDecoder::load(
         config,
         &ort_options(device, threads),
@@ -77,7 +80,7 @@ pub(crate) fn open(
         .as_ref()
         .filter(|_| route.backend == BackendKind::Native)
     else {
-        let decoder = open_ort(config, route.device, options.threads)?;
+        let decoder = open_ort(config, route.device, options.threads, &settings.ort_search)?;
         return Ok(opened(decoder, route, plan));
     };
     let native = if route.device == DeviceKind::Cuda {
@@ -103,7 +106,8 @@ pub(crate) fn open(
                     "the native decoder could not load ({e}): running on ONNX Runtime"
                 ));
                 route.backend = BackendKind::Ort;
-                let decoder = open_ort(config, route.device, options.threads)?;
+                let decoder =
+                    open_ort(config, route.device, options.threads, &settings.ort_search)?;
                 return Ok(opened(decoder, route, plan));
             }
             Err(e) => return Err(e.into()),
@@ -124,9 +128,12 @@ pub(crate) fn open(
             route.backend = BackendKind::Ort;
             // On CUDA, ONNX Runtime's CUDA provider when it has one; else the CPU reference.
             let decoder = match route.device {
-                DeviceKind::Cuda if ort_cuda_ok(&facts) => {
-                    open_ort(config, DeviceKind::Cuda, options.threads)?
-                }
+                DeviceKind::Cuda if ort_cuda_ok(&facts) => open_ort(
+                    config,
+                    DeviceKind::Cuda,
+                    options.threads,
+                    &settings.ort_search,
+                )?,
                 _ => {
                     route.device = DeviceKind::Cpu;
                     cpu_reference

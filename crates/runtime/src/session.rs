@@ -181,8 +181,12 @@ impl Session {
         if let Some(decoder) = slot.as_ref() {
             return Ok(Arc::clone(decoder));
         }
-        let decoder: Arc<dyn Decoder> =
-            Arc::from(open_ort(&self.config, self.route.device, self.threads)?);
+        let decoder: Arc<dyn Decoder> = Arc::from(open_ort(
+            &self.config,
+            self.route.device,
+            self.threads,
+            &self.settings.ort_search,
+        )?);
         *slot = Some(Arc::clone(&decoder));
         Ok(decoder)
     }

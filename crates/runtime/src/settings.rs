@@ -6,8 +6,10 @@
 use crate::{Error, OpenOptions};
 use genai_backend_native::NativeTuning;
 use genai_backend_native::paging::VramBudget;
+use genai_backend_ort::library::LibrarySearch;
 use genai_config::Config;
 use genai_engine::BackendRequest;
+use std::path::PathBuf;
 
 /// Environment variable: the backend when the caller names none (auto, ort or native).
 pub const BACKEND_ENV: &str = "GENAI_BRIDGE_BACKEND";
@@ -15,6 +17,11 @@ pub const BACKEND_ENV: &str = "GENAI_BRIDGE_BACKEND";
 pub const VRAM_BUDGET_ENV: &str = "GENAI_BRIDGE_VRAM_BUDGET";
 /// Environment variable: `1` turns the C ABI's log on from the start.
 pub const LOG_ENV: &str = "GENAI_BRIDGE_LOG";
+/// Environment variable: the ONNX Runtime library (or its folder), looked at first.
+pub const DYLIB_PATH_ENV: &str = "ORT_DYLIB_PATH";
+/// Environment variable: the folder (or file) ONNX Runtime GenAI's Python package sets, looked
+/// at second.
+pub const LIB_PATH_ENV: &str = "ORT_LIB_PATH";
 
 /// Where a budget from the config comes from, as reasons name it.
 const CONFIG_SOURCE: &str = "genai_config.json";
@@ -33,6 +40,7 @@ Runtime settings (reported as the `settings` object of `route --json` and `bench
                                          the highest instruction set of the CPU kernels
   GENAI_BRIDGE_MEMORY_LIMIT=BYTES        host memory the native CPU decoder treats as free
   GENAI_BRIDGE_DEVICE_MEMORY_LIMIT=BYTES device memory the native CUDA decoder treats as free
+  ORT_DYLIB_PATH, ORT_LIB_PATH=FILE|DIR  the ONNX Runtime library, looked for there first
   GENAI_BRIDGE_KERNEL_CACHE=DIR|off      where compiled CUDA kernels are cached (default
                                          $XDG_CACHE_HOME/genai-bridge/kernels)
   The native CUDA decoder's A/B switches (GENAI_BRIDGE_CUDA_GRAPH and the rest) are listed,
@@ -52,7 +60,9 @@ pub struct Settings {
     /// The native decoders' tuning (CPU instruction set and memory limit, CUDA kernel choices
     /// and A/B switches), carried into their CPU and CUDA options.
     pub native: NativeTuning,
-    // ONNX Runtime library search goes here, as the typed search genai_backend_ort defines.
+    /// Where to look for ONNX Runtime before the fixed places (`ORT_DYLIB_PATH`,
+    /// `ORT_LIB_PATH`; empty counts as unset).
+    pub ort_search: LibrarySearch,
 }
 
 /// A VRAM budget with the text it was given as and where it came from.
@@ -99,6 +109,7 @@ impl Settings {
             vram_budget,
             log: Settings::log_enabled(env)?,
             native: NativeTuning::from_lookup(env).map_err(native_setting)?,
+            ort_search: library_search(env),
         })
     }
 
@@ -137,7 +148,22 @@ impl Settings {
             ("log", if self.log { "1" } else { "0" }.into()),
         ];
         all.extend(self.native.effective_settings());
+        let path = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map_or("none".into(), |p| p.display().to_string())
+        };
+        all.push((DYLIB_PATH_ENV, path(&self.ort_search.dylib_path)));
+        all.push((LIB_PATH_ENV, path(&self.ort_search.lib_path)));
         all
+    }
+}
+
+/// The ONNX Runtime library search `env` gives.
+fn library_search(env: &dyn Fn(&str) -> Option<String>) -> LibrarySearch {
+    let path = |name| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    LibrarySearch {
+        dylib_path: path(DYLIB_PATH_ENV),
+        lib_path: path(LIB_PATH_ENV),
     }
 }
 

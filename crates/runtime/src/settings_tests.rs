@@ -197,8 +197,12 @@ fn every_setting_is_described_defaults_included() {
         ]
     );
     // Then every native tuning variable, under its own name, with its default.
-    let native: Vec<&str> = described[3..].iter().map(|(name, _)| *name).collect();
-    assert_eq!(native, genai_backend_native::settings::VARIABLES);
+    let variables = genai_backend_native::settings::VARIABLES;
+    let native: Vec<&str> = described[3..3 + variables.len()]
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    assert_eq!(native, variables);
     assert!(described.contains(&("GENAI_BRIDGE_CUDA_GRAPH", "1".to_string())));
     let set = parse(
         &[
@@ -239,5 +243,34 @@ fn a_malformed_native_setting_is_one_error_naming_the_variable() {
     assert!(
         text.starts_with("GENAI_BRIDGE_CUDA_GRAPH=\"maybe\" is not accepted: expected "),
         "{text}"
+    );
+}
+
+#[test]
+fn the_onnx_runtime_search_reads_both_variables_and_empty_is_unset() {
+    let config = config_with_budget(None);
+    let options = OpenOptions::default();
+    let both = parse(
+        &[(DYLIB_PATH_ENV, "a/libonnxruntime.so"), (LIB_PATH_ENV, "b")],
+        &config,
+        &options,
+    )
+    .expect("paths");
+    assert_eq!(
+        both.ort_search.dylib_path,
+        Some(std::path::PathBuf::from("a/libonnxruntime.so"))
+    );
+    assert_eq!(
+        both.ort_search.lib_path,
+        Some(std::path::PathBuf::from("b"))
+    );
+    let described = both.describe();
+    assert!(described.contains(&(DYLIB_PATH_ENV, "a/libonnxruntime.so".to_string())));
+    let empty = parse(&[(DYLIB_PATH_ENV, "")], &config, &options).expect("empty");
+    assert_eq!(empty.ort_search.dylib_path, None);
+    assert!(
+        empty
+            .describe()
+            .contains(&(DYLIB_PATH_ENV, "none".to_string()))
     );
 }

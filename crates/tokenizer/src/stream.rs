@@ -16,7 +16,8 @@
 //! ends in U+FFFD (an incomplete character). After each emission the window slides, so a long
 //! generation costs O(1) per token.
 
-use crate::{Error, Tokenizer};
+use crate::Error;
+use crate::tokenizer::Tokenizer;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -41,6 +42,13 @@ pub struct StreamDecoder<T: Deref<Target = Tokenizer>> {
     pending: Vec<u8>,
     /// Byte mode: whether the last id was a special token.
     after_special: bool,
+}
+
+impl Tokenizer {
+    /// A streaming decoder: feed it generated ids one at a time.
+    pub fn stream(&self) -> StreamDecoder<&Tokenizer> {
+        StreamDecoder::new(self)
+    }
 }
 
 impl StreamDecoder<Arc<Tokenizer>> {
@@ -69,7 +77,7 @@ impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
         if self.tokenizer.decodes_bytes() {
             return Ok(self.push_bytes(id));
         }
-        if id == crate::UNKNOWN_ID || self.tokenizer.is_skipped(id) {
+        if id == crate::tokenizer::UNKNOWN_ID || self.tokenizer.is_skipped(id) {
             // decode() drops special tokens before its decoder runs, so they add nothing.
             return Ok(None);
         }

@@ -9,7 +9,7 @@
 
 use std::arch::x86_64::*;
 
-use super::dense::{Kernels, PANEL, PCHUNK, Strip};
+use super::dense_panel::{Kernels, PANEL, PCHUNK, Strip};
 use crate::cpu::kernels::isa::Isa;
 use crate::cpu::kernels::math::LANES;
 use crate::cpu::kernels::x86::hsum_ymm2;

@@ -1,4 +1,5 @@
-//! com.microsoft MatMulNBits (4 bits) weights: validation, repacking, and the per-column driver.
+//! com.microsoft MatMulNBits (4 bits) weights: validation and repacking (the per-column driver
+//! is in `int4_matmul.rs`).
 //!
 //! ONNX layout: `B` is uint8 `[N, nb, block/2]` (nb = ceil(K/block), two values per byte, low
 //! nibble first along K), `scales` `[N * nb]`, optional `zero_points` either uint8 `[N,
@@ -17,12 +18,8 @@
 //! 0-3 dequantize to f32 and use fused multiply-adds ("CompFp32"). Zero points stored in the
 //! scales' float type always compute in f32, as ONNX Runtime then dequantizes B up front too.
 
-use std::ops::Range;
-
-use super::int4_quant::QuantAct;
-use super::{Rows, pad_rows, round_up};
+use super::rows::round_up;
 use crate::cpu::kernels::aligned::Aligned;
-use crate::cpu::kernels::isa::Isa;
 use crate::error::{Error, check_len, invalid, mul};
 
 /// MatMulNBits scales, as stored in the model.
@@ -315,75 +312,7 @@ impl Int4Weight {
         let (byte, shift) = lane_position(e);
         (self.col_data(c)[byte] >> shift) & 0x0F
     }
-
-    /// Activations in the form the compute type reads: padded f32 rows or int8 blocks.
-    pub(crate) fn prepare_input(&self, isa: Isa, x: &[f32], m: usize) -> Prepared {
-        match self.compute {
-            Int4Compute::Fp32 => Prepared::F32(pad_rows(x, m, self.k, self.kp)),
-            Int4Compute::Int8 => {
-                Prepared::I8(QuantAct::new(isa, x, m, self.k, self.kp, self.block_size))
-            }
-        }
-    }
-
-    /// `out[r][c - cols.start] = x_r · W_c (+ bias[c])` for `c` in `cols`.
-    pub(crate) fn matmul_cols(
-        &self,
-        isa: Isa,
-        input: &Prepared,
-        bias: Option<&[f32]>,
-        cols: Range<usize>,
-        out: &mut [&mut [f32]],
-    ) {
-        let m = match input {
-            Prepared::F32(x) => x.len() / self.kp,
-            Prepared::I8(a) => a.m,
-        };
-        let rows_f32 = match input {
-            Prepared::F32(x) => Some(Rows::new(x.as_slice(), self.kp, m)),
-            Prepared::I8(_) => None,
-        };
-        let (tile_rows, tile_cols) = super::int4_scalar::tile_shape(isa, self.compute);
-        for rb in (0..m).step_by(ROW_BLOCK) {
-            let rb_end = (rb + ROW_BLOCK).min(m);
-            let mut c0 = cols.start;
-            while c0 < cols.end {
-                let cn = if cols.end - c0 >= tile_cols {
-                    tile_cols
-                } else {
-                    1
-                };
-                let mut r = rb;
-                while r < rb_end {
-                    // Full tiles only: any tail (rows or columns) runs one output at a time.
-                    let rn = if cn == tile_cols && rb_end - r >= tile_rows {
-                        tile_rows
-                    } else {
-                        1
-                    };
-                    let mut store = |r: usize, c: usize, v: f32| {
-                        let b = bias.map_or(0.0, |b| b[c]);
-                        out[r][c - cols.start] = v + b;
-                    };
-                    match (input, &rows_f32) {
-                        (Prepared::I8(a), _) => {
-                            super::int4_scalar::tile_i8(isa, self, a, r, rn, c0, cn, &mut store)
-                        }
-                        (Prepared::F32(_), Some(x)) => {
-                            super::int4_scalar::tile_f32(isa, self, x, r, rn, c0, cn, &mut store)
-                        }
-                        (Prepared::F32(_), None) => {}
-                    }
-                    r += rn;
-                }
-                c0 += cn;
-            }
-        }
-    }
 }
-
-/// Rows per block in prefill: weights stream from memory once per block of rows.
-const ROW_BLOCK: usize = 32;
 
 /// Byte index within a column and nibble shift of value `e` in the lane layout.
 #[inline]
@@ -391,12 +320,4 @@ pub(crate) fn lane_position(e: usize) -> (usize, u32) {
     let (chunk, w) = (e / CHUNK, e % CHUNK);
     let (lane, j) = (w / 8, w % 8);
     (chunk * 64 + 4 * lane + j % 4, if j < 4 { 0 } else { 4 })
-}
-
-/// Activations prepared for one call.
-pub(crate) enum Prepared {
-    /// `[m, kp]` zero-padded f32 rows.
-    F32(Aligned<f32>),
-    /// int8 blocks.
-    I8(QuantAct),
 }

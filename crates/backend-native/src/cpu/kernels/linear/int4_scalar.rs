@@ -19,9 +19,9 @@
 //! sums: a few ulp of `sum_blocks |scale_a * scale_w * dot|` (relative ~1e-6), far below the
 //! int8 quantization error itself (about 1e-2 relative to the f32 product), which both share.
 
-use super::Rows;
 use super::int4::{CHUNK, Int4Compute, Int4Weight, lane_position};
 use super::int4_quant::QuantAct;
+use super::rows::Rows;
 use crate::cpu::kernels::isa::Isa;
 use crate::cpu::kernels::math::{LANES, hsum16};
 

@@ -3,8 +3,14 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::driver::linear_with;
+use super::rows::pad_rows;
 use super::*;
+use crate::cpu::kernels::isa::Isa;
+use crate::cpu::kernels::math::LANES;
 use crate::cpu::kernels::testutil::{assert_bits, assert_close, rng, vec};
+use crate::cpu::threads::{ThreadPool, split_bounds};
+use crate::error::Error;
 
 /// `x[m, k] · w[k, n] + bias` in f64.
 fn reference(

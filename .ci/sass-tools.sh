@@ -2,7 +2,7 @@
 # Installs the pinned cuobjdump and nvdisasm (PyPI wheels nvidia-cuda-cuobjdump and
 # nvidia-cuda-nvdisasm, CUDA 13.5) into target/sass-tools/<version>/ after checking each wheel's
 # sha256, and prints the folder holding both programs. They disassemble the cubins NVRTC makes,
-# with no GPU or driver (crates/backend-native/benches/kernel_pdl.py). Idempotent.
+# with no GPU or driver (scripts/kernels/kernel_pdl.py). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

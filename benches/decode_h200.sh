@@ -12,7 +12,7 @@
 #   carry/bench/site/onnxruntime_genai/   the model builder of onnxruntime-genai 0.18.0: the
 #             package's onnxruntime_genai/models folder as it is, plus an onnxruntime_genai/__init__.py
 #             stub (so `python3 -m onnxruntime_genai.models.builder` imports without the native
-#             extension); models/make_bench_models.py runs it. The same folder cuda_h200.sh uses.
+#             extension); models/make_bench_models.py runs it. The same folder check_h200.sh uses.
 #   carry/ort/part_*          the GPU build of ONNX Runtime 1.31.1 in xz parts, made by
 #             ../shared/tools/ort-gpu-parts.sh (see its header). The parts (~190 MB) are more than one
 #             call may carry (64 MiB), so carry them over several calls to the same warm machine:
@@ -51,7 +51,7 @@
 #   MAKE_ONLY=1   only make the models (no bandwidth, no benchmarks)
 #   MAKE_PARALLEL  with MAKE_ONLY, 1 (the default) makes every shape of a precision at once, one
 #                 builder process each; 0 makes them in turn (the H200 machine made the four fp16
-#                 shapes in turn in 198 s, at once in 82 s: CUDA_NOTES round 22)
+#                 shapes in turn in 198 s, at once in 82 s: docs/cuda.md, round 22)
 #   BUDGET_S      wall-time budget in seconds (default 540): each step runs under `timeout` with
 #                 what is left, a step that would start with less than MIN_STEP_S (15) left is
 #                 skipped and recorded as {"kind":"skipped"}

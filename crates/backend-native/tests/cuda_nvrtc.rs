@@ -105,7 +105,9 @@ fn decode_attention_compiles_for_older_gpus() {
     }
 }
 
-/// The persistent-step timing prototype (`benches/step_proto.cu`) compiles like the families.
+/// The persistent-step timing prototype (`benches/step_proto.cu`, part of the `lab` feature)
+/// compiles like the families.
+#[cfg(feature = "lab")]
 #[test]
 fn the_step_prototype_compiles_for_sm_90() {
     if !nvrtc_or_skip() {

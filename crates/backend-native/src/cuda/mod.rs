@@ -8,6 +8,7 @@ mod choose;
 pub mod compile;
 mod decoder;
 mod device;
+#[cfg(feature = "lab")]
 pub mod gemv_timing;
 mod graph;
 mod host;
@@ -17,9 +18,11 @@ mod model;
 mod pager;
 mod pinned;
 mod residency;
+#[cfg(feature = "lab")]
 pub mod selftest;
 mod state;
 mod step_clock;
+#[cfg(feature = "lab")]
 pub mod step_timing;
 mod support;
 mod weights;

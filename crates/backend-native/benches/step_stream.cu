@@ -26,7 +26,7 @@
 // launch parameter (`slot_halves`, a multiple of 256). Round 25 (16 KB slots, 8 warps): 512
 // columns (16 rows a slot, 1 KB copies) streamed at half the rate of 2,048 (4 KB copies): the
 // bulk copies' size set the pace; 2,048 to 8,192 were within 5% of each other.
-#ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256; CUDA_NOTES round 25)
+#ifndef SS_CMAX  // GENAI_BRIDGE_NVRTC_DEFINES may set it (a multiple of 256; docs/cuda.md round 25)
 #define SS_CMAX 2048
 #endif
 #define SS_RMAX 16
@@ -227,7 +227,7 @@ __device__ __forceinline__ const u16* ss_source(const Phase& p, const SsShare& s
 
 // The producer: lanes 0 to planes - 1 of the last warp (planes <= slots). A lane is one issuer:
 // its instruction latency per slot (the empty wait, the barrier's expect, the copy and the
-// bookkeeping: ~0.2 us, CUDA_NOTES round 26) bounded round 25's streamed step, so the lanes
+// bookkeeping: ~0.2 us, docs/cuda.md round 26) bounded round 25's streamed step, so the lanes
 // take a batch of `planes` consecutive slots of a phase at a time, each waiting for its own
 // slot's release and filling it. A batch never spans two phases.
 __device__ void ss_produce(const Phase* phases, int count, char* ring, int slots,

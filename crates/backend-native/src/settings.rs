@@ -29,7 +29,7 @@ pub struct CpuTuning {
 }
 
 /// The CUDA decoder's tuning. Apart from the memory limit, the kernel cache and the NVRTC
-/// definitions, every field is an A/B switch of the shipped path (CUDA_NOTES names the round
+/// definitions, every field is an A/B switch of the shipped path (docs/cuda.md names the round
 /// that measured each): the default is what ships.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaTuning {
@@ -116,7 +116,7 @@ impl Default for CudaTuning {
     }
 }
 
-/// Rows the skinny int4 prompt GEMM takes by default: two row tiles (H200, CUDA_NOTES round 36,
+/// Rows the skinny int4 prompt GEMM takes by default: two row tiles (H200, docs/cuda.md round 36,
 /// against the dequantised GEMMs: Llama-3-8B int4 about half the time to the first token at
 /// 8-16 tokens, Qwen2.5-0.5B/1.5B a fifth to a third less; 11-35% less at 32 tokens).
 pub const SKINNY_DEFAULT_ROWS: usize = 32;
@@ -139,7 +139,7 @@ pub enum DecodeTrigger {
     AfterKeys,
 }
 
-/// The one-row dense GEMVs' rules kept as A/B sides (CUDA_NOTES rounds 10, 18-19).
+/// The one-row dense GEMVs' rules kept as A/B sides (docs/cuda.md, rounds 10, 18-19).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecodeGemvRule {
     /// `pipe`: the wave-aware walk, long rows on the pipelined entry (the default before

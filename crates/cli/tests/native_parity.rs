@@ -84,7 +84,7 @@ fn native_cpu_matches_onnx_runtime_on_every_model() {
 /// On a half-precision model the native decoder rounds where ONNX Runtime does, the rotated q
 /// and k included (the graph's attention rotates half-precision values into a half-precision
 /// cache). Without that rounding this fp16 fixture's logits sit 4.7e-2 from ONNX Runtime's on
-/// these prompts and the greedy tokens part at step 60 (CUDA_NOTES round 28); with it, 8.8e-3.
+/// these prompts and the greedy tokens part at step 60 (docs/cuda.md, round 28); with it, 8.8e-3.
 /// The harness's fp16 limit (5e-2) alone would not notice the rounding go missing.
 #[test]
 fn half_precision_rounds_where_onnx_runtime_does() {

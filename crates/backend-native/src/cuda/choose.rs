@@ -3,7 +3,11 @@
 //! the pass left them, and only the 4-byte id comes back, through page-locked memory read
 //! after an explicit stream synchronize.
 
-use crate::cuda::kernels::{ARGMAX_PARTS, DevPtr, Ops, cfg, int, launch, launch_error};
+use crate::cuda::kernels::{ARGMAX_PARTS, Ops};
+
+use crate::cuda::memory::DevPtr;
+
+use crate::cuda::launch::{cfg, int, launch, launch_error};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pinned::PinnedBuf;
 use crate::error::Error;

@@ -18,11 +18,15 @@ use crate::cuda::blas;
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
 use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{DevPtr, Kernels, KvKind, Ops, launch_error};
+use crate::cuda::kernels::CHUNK;
+use crate::cuda::kernels::{Kernels, KvKind, Ops};
+use crate::cuda::launch::launch_error;
+use crate::cuda::memory::DevPtr;
 use crate::cuda::model::{DevModel, estimated_bytes};
 use crate::cuda::pager::PagerPass;
+use crate::cuda::pass::Pass;
 use crate::cuda::residency::{self, Residency};
-use crate::cuda::state::{Buffers, CHUNK, enqueue, estimated_state_bytes};
+use crate::cuda::state::{Buffers, enqueue, estimated_state_bytes};
 use crate::cuda::step_clock::{Point, StepEvents, StepSamples};
 use crate::error::Error;
 use crate::paging::{Reservation, VramBudget};
@@ -378,12 +382,14 @@ impl CudaState {
             .as_ref()
             .map(|pager| PagerPass::begin(pager, &self.stream, capturing))
             .transpose()?;
-        let ops = Ops {
-            k: &s.kernels,
-            stream: &self.stream,
+        let ops = Pass {
+            ops: Ops {
+                k: &s.kernels,
+                stream: &self.stream,
+                // The pager's copies and event waits sit between kernels: plain launches then.
+                pdl: s.kernels.pdl && pass.is_none(),
+            },
             pager: pass.as_ref(),
-            // The pager's copies and event waits sit between kernels: plain launches then.
-            pdl: s.kernels.pdl && pass.is_none(),
             blas: self.buffers.blas.as_ref(),
         };
         enqueue(&ops, &s.model, &self.buffers, m)?;
@@ -424,9 +430,7 @@ impl CudaState {
         let ops = Ops {
             k: &s.kernels,
             stream: &self.stream,
-            pager: None,
             pdl: false,
-            blas: None,
         };
         let logits = (self.buffers.logits.ptr, s.model.vocab);
         let mut chooser = self.chooser.take().ok_or(Error::Invalid {

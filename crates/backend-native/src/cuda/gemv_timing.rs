@@ -5,9 +5,8 @@
 //! their weights in the L2), and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{
-    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, launch_error as cuda,
-};
+use crate::cuda::kernels::{Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel};
+use crate::cuda::launch::launch_error as cuda;
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use std::time::Instant;
@@ -193,8 +192,6 @@ pub fn time_gemvs(
     let ops = Ops {
         k: &kernels,
         stream: &stream,
-        pager: None,
-        blas: None,
         pdl: kernels.pdl,
     };
     let mut out = Vec::new();

@@ -2,8 +2,8 @@
 //! lives (device memory, a streaming slot, or mapped host memory), as the residency plan says.
 
 use crate::cuda::host::{HostLinear, table, tensor_f32};
-use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::cuda::pinned::PinnedBuf;
 use crate::cuda::weights::DevLinear;
 use crate::error::Error;

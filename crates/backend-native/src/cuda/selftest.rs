@@ -6,11 +6,11 @@
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
-use crate::cuda::blas::{GemmType, HalfCopy};
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
     ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops, PromptAttention, PromptKernel,
 };
+use crate::cuda::kernels::{GemmType, HalfCopy};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use crate::settings::CudaTuning;
@@ -85,9 +85,7 @@ impl Ctx {
         Ops {
             k: &self.kernels,
             stream: &self.stream,
-            pager: None,
             pdl: self.kernels.pdl,
-            blas: None,
         }
     }
     fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
@@ -290,7 +288,7 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
     for t in 0..m {
         qkv[t * ld..t * ld + heads * hs].copy_from_slice(&q[t * heads * hs..(t + 1) * heads * hs]);
     }
-    let splits = cap.div_ceil(crate::cuda::state::ATTN_CHUNK);
+    let splits = cap.div_ceil(crate::cuda::kernels::ATTN_CHUNK);
     let (dq, dk, dv, step) = (
         c.up(&qkv)?,
         decode::kv_up(c, &kc, kv)?,

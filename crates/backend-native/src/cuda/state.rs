@@ -3,23 +3,22 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::blas::{Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half};
+use crate::cuda::blas::{Blas, GemmScratch};
+
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
-    DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention,
+    ATTN_CHUNK, CHUNK, DecodeCall, DecodeHeads, KvCache, KvKind, PromptAttention,
 };
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves, common_half};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm};
+use crate::cuda::pass::Pass;
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
 use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
-
-/// Most tokens one forward pass takes; longer prompts run in chunks.
-pub(crate) const CHUNK: usize = 256;
-/// Positions one attention split covers (`ATTN_CHUNK` in kernels/attention.cu).
-pub(crate) const ATTN_CHUNK: usize = 32;
 
 /// Device buffers of one generation.
 pub(crate) struct Buffers {
@@ -254,7 +253,12 @@ impl Buffers {
 
 /// Enqueues one forward pass over `m` new tokens (ids and step already on the device) ending
 /// with the last token's logits in `b.logits`. No allocation, host sync or copy.
-pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) -> Result<(), Error> {
+pub(crate) fn enqueue(
+    ops: &Pass<'_>,
+    model: &DevModel,
+    b: &Buffers,
+    m: usize,
+) -> Result<(), Error> {
     if m == 0 || m > CHUNK {
         return Err(Error::Invalid {
             what: "tokens",
@@ -356,7 +360,7 @@ struct Input {
 
 #[allow(clippy::too_many_arguments)]
 fn attention_block(
-    ops: &Ops<'_>,
+    ops: &Pass<'_>,
     model: &DevModel,
     l: &DevLayer,
     b: &Buffers,
@@ -440,7 +444,7 @@ type Rotary = ((DevPtr, DevPtr), (usize, bool));
 /// Rotary + KV append, then attention, for a chunk of prompt tokens (two launches and a
 /// merge); the output's half copy where the merge wrote the one `half` asks for.
 fn attention_chunk(
-    ops: &Ops<'_>,
+    ops: &Pass<'_>,
     l: &DevLayer,
     b: &Buffers,
     cache: KvCache,
@@ -475,7 +479,7 @@ fn attention_chunk(
 /// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:
 /// the down projection's input (with its half copy where a GLU GEMM's epilogue wrote one).
 fn mlp_block(
-    ops: &Ops<'_>,
+    ops: &Pass<'_>,
     l: &DevLayer,
     b: &Buffers,
     m: usize,

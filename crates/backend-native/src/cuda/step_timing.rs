@@ -7,7 +7,7 @@
 use crate::cuda::compile::{self, Source};
 use crate::cuda::device::Device;
 use crate::cuda::gemv_timing::{model_cases, time_graph};
-use crate::cuda::kernels::{launch_error as cuda, launch_raw, launch_with, opt_in_shared, param};
+use crate::cuda::launch::{launch_error as cuda, launch_raw, launch_with, opt_in_shared, param};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use crate::settings::NvrtcDefine;

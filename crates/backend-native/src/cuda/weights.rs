@@ -2,11 +2,13 @@
 //! (resident) or in page-locked host memory, copied by the pager into its fixed device slot
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
-use crate::cuda::blas::{GemmType, HalfCopy, Halves};
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
+use crate::cuda::kernels::{Int4Fp32, LinearShape};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::cuda::pager::Pager;
+use crate::cuda::pass::Pass;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use genai_frontend::Linear;
@@ -161,7 +163,7 @@ impl DevLinear {
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
-        ops: &Ops<'_>,
+        ops: &Pass<'_>,
         x: DevPtr,
         ldx: usize,
         y: DevPtr,
@@ -179,7 +181,7 @@ impl DevLinear {
     #[allow(clippy::too_many_arguments)]
     pub fn run_glu(
         &self,
-        ops: &Ops<'_>,
+        ops: &Pass<'_>,
         (x, ldx): (DevPtr, usize),
         (y, ldy): (DevPtr, usize),
         m: usize,
@@ -200,7 +202,7 @@ impl DevLinear {
             let scales = at(self.parts.scales);
             match self.form {
                 Form::Dense { kernel } => {
-                    ops.dense(kernel, main, x, bias, y, shape, act, forms.halves)
+                    ops.dense(ops.blas, kernel, main, x, bias, y, shape, act, forms.halves)
                 }
                 Form::Int4 {
                     block, int8: true, ..
@@ -222,6 +224,7 @@ impl DevLinear {
                     prompt,
                     integral_zp,
                 } => ops.int4_fp32(
+                    ops.blas,
                     (main, scales, at(self.parts.zp_f32)),
                     Int4Fp32 {
                         block,
@@ -251,7 +254,7 @@ impl DevLinear {
 
     /// The type of the GEMM `m` rows of this layer run here, if they run through one (as
     /// `Ops::dense` and `Ops::int4_fp32` choose): what a half copy of its x should hold.
-    pub fn prompt_gemm(&self, ops: &Ops<'_>, m: usize) -> Option<GemmType> {
+    pub fn prompt_gemm(&self, ops: &Pass<'_>, m: usize) -> Option<GemmType> {
         match self.form {
             Form::Dense { kernel } => ops.gemm_blas(m, false).and(GemmType::of(kernel)),
             Form::Int4 {
@@ -273,7 +276,7 @@ impl DevLinear {
     /// (0 for an absent part).
     fn placed<T>(
         &self,
-        ops: &Ops<'_>,
+        ops: &Pass<'_>,
         launch: impl FnOnce(&dyn Fn(Option<usize>) -> DevPtr) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let index = self.streamed_index();
@@ -292,8 +295,8 @@ impl DevLinear {
 #[cfg(test)]
 mod tests {
     use super::DevLinear;
-    use crate::cuda::blas::GemmType;
     use crate::cuda::host::{HostLinear, HostWeight};
+    use crate::cuda::kernels::GemmType;
 
     /// The layer with f32 scales only (`GENAI_BRIDGE_INT4_SCALES=f32`).
     fn int4(n: usize, k: usize, int8: bool, zero_points: bool) -> DevLinear {

@@ -8,7 +8,8 @@
 //! logits and the step's own inputs, and everything after it on the stream runs after it.
 
 use super::CudaState;
-use crate::cuda::kernels::{DevPtr, launch_error};
+use crate::cuda::launch::launch_error;
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 use cudarc::driver::{CudaEvent, sys};
 

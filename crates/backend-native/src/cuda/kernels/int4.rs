@@ -2,10 +2,10 @@
 //! tensor-core `kernels/int4_mma.cu`), several rows through `kernels/int4.cu`; and the one-row
 //! kernels' split rule.
 
-use super::{
-    DEC_COLS, DEC_WARPS, DevPtr, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int, launch,
-    stage_bytes,
-};
+use super::ops::Ops;
+use super::shape::{DEC_COLS, DEC_WARPS, LinearShape, TARGET_WARPS, stage_bytes};
+use crate::cuda::launch::{cfg, grid_dim, int, launch};
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 use cudarc::driver::LaunchConfig;
 
@@ -148,6 +148,12 @@ impl Ops<'_> {
         )
     }
 
+    /// Whether one row of a CompFp32 layer of this shape runs on the tensor cores here
+    /// (`Int4Mma::fits`).
+    pub(crate) fn int4_mma_fits(&self, s: &LinearShape, block: usize, integral_zp: bool) -> bool {
+        self.k.int4_mma.fits(s, block, integral_zp)
+    }
+
     /// The kernel, launch and split of one CompFp32 int4 row of this shape, and whether it is
     /// the tensor-core kernel: that where it fits (on the f16 scales where `half`: the layer
     /// has them; `wide` forces its entry), else `gemv_decode_int4_f32`.
@@ -160,7 +166,7 @@ impl Ops<'_> {
         wide: Option<bool>,
     ) -> Result<(&'static str, LaunchConfig, usize, bool), Error> {
         if self.int4_mma_fits(s, block, integral_zp) {
-            let (name, config, split) = self.int4_mma_config(s, block, half, wide)?;
+            let (name, config, split) = self.k.int4_mma.config(s, block, half, wide)?;
             Ok((name, config, split, true))
         } else {
             let split = s.decode_split_int4();

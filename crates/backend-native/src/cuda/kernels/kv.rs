@@ -3,7 +3,8 @@
 //! rounded to it (the rotated keys and the qkv projection's values), so an f16 or bf16 cache holds
 //! the numbers an f32 one would, in half the device memory and half the bytes each step reads.
 
-use super::{DevPtr, int};
+use crate::cuda::launch::int;
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 
 /// Element kind of a KV cache; its code is the kernels' `kv` argument (the codes of `act`).

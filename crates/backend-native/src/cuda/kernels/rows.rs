@@ -2,8 +2,11 @@
 //! for the int4 tensor-core GEMV), the rotary append of the two-launch attention, the gated
 //! and plain activations, and the two-pass argmax.
 
-use super::{DevPtr, KvCache, Ops, cfg, grid_dim, int, launch};
-use crate::cuda::blas::HalfCopy;
+use super::halves::HalfCopy;
+use super::kv::KvCache;
+use super::ops::Ops;
+use crate::cuda::launch::{cfg, grid_dim, int, launch};
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 
 /// Blocks of the first argmax pass (and partials it leaves).

@@ -9,8 +9,10 @@ use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
 use super::linear::{Dt, rounded, weight_bytes};
 use super::{Check, Ctx, Rng, gemm_int4, halves, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::blas::{Blas, GemmScratch, GemmType, Halves, cublas_available};
-use crate::cuda::kernels::{DevPtr, LinearShape, Ops};
+use crate::cuda::blas::{Blas, GemmScratch, cublas_available};
+use crate::cuda::kernels::{GemmType, Halves};
+use crate::cuda::kernels::{LinearShape, Ops};
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 
 /// What y holds around the slice a call writes.
@@ -103,10 +105,7 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         dequant_values,
     );
     let blas = Blas::new(&c.stream, scratch)?;
-    let ops = Ops {
-        blas: Some(&blas),
-        ..c.ops()
-    };
+    let ops = c.ops();
     let mut out = epilogue_checks(c, &ops, rng)?;
     out.extend(halves::gemm_checks(c, &ops, &blas, rng)?);
     for case in all {

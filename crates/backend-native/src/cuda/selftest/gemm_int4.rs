@@ -11,7 +11,8 @@ use super::gemm::{check, cpu_linear, in_slice, sum_tol};
 use super::linear::{Dt, rounded};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::blas::{Blas, GemmType, Halves, skinny_takes};
+use crate::cuda::blas::{Blas, skinny_takes};
+use crate::cuda::kernels::{GemmType, Halves};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
 

@@ -7,7 +7,8 @@
 use super::gemm::gemm_type;
 use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
 use super::{Check, Ctx, Rng};
-use crate::cuda::blas::{Blas, GemmType, HalfCopy, Halves};
+use crate::cuda::blas::Blas;
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;

@@ -9,8 +9,9 @@ use super::epilogue::{epilogue_limit, host_epilogue};
 use super::linear::{bitwise_equal, shifted_f32, verdict};
 use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape};
+use crate::cuda::kernels::{Int4Fp32, LinearShape};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 
 /// One case: `m` rows, `k` inputs, `n` outputs (with `glu >= 0`, `n` (gate, up) pairs of

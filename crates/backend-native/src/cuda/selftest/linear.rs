@@ -7,8 +7,9 @@
 
 use super::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::kernels::{DevPtr, LinearShape, OneRow, RowKernel};
+use crate::cuda::kernels::{LinearShape, OneRow, RowKernel};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 
 /// Dense weight precision.

@@ -2,7 +2,7 @@
 //! and the shared-memory ring it is launched with.
 
 use super::{Proto, Step, cooperative, zero_words};
-use crate::cuda::kernels::param;
+use crate::cuda::launch::param;
 use crate::error::Error;
 use cudarc::driver::{CudaStream, LaunchConfig};
 use std::sync::Arc;

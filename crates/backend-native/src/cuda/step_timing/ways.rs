@@ -5,7 +5,7 @@
 use super::stream::StreamOpts;
 use super::{PhaseKind, Step, StepTiming, TraceSummary, load, trace};
 use crate::cuda::device::Device;
-use crate::cuda::kernels::launch_error as cuda;
+use crate::cuda::launch::launch_error as cuda;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;

@@ -8,106 +8,27 @@ use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
-    ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops, PromptAttention, PromptKernel,
+    ARGMAX_PARTS, Kernels, KvCache, KvKind, PromptAttention, PromptKernel,
 };
 use crate::cuda::kernels::{GemmType, HalfCopy};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use crate::settings::CudaTuning;
-use cudarc::driver::CudaStream;
+use common::{Ctx, Rng, rel};
 use halves::host_half;
-use std::sync::Arc;
 
+mod common;
 mod decode;
 mod epilogue;
 mod gemm;
+mod gemm_check;
 mod gemm_int4;
 mod halves;
 mod int4;
 mod linear;
 mod sampling;
 
-/// One check's outcome.
-#[derive(Debug, Clone)]
-pub struct Check {
-    pub name: String,
-    /// Largest |cuda - cpu| relative to the largest |cpu| value.
-    pub rel_diff: f32,
-    pub limit: f32,
-}
-
-impl Check {
-    pub fn pass(&self) -> bool {
-        self.rel_diff <= self.limit
-    }
-}
-
-/// A small seeded generator (xorshift), values in [-1, 1).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n)
-            .map(|_| (self.0.wrapping_mul(31) >> 3) as u8 ^ self.next().to_bits() as u8)
-            .collect()
-    }
-}
-
-fn rel(got: &[f32], want: &[f32]) -> f32 {
-    let scale = want.iter().fold(1e-30f32, |m, v| m.max(v.abs()));
-    let diff = got.iter().zip(want).fold(0f32, |m, (a, b)| {
-        if a.is_nan() != b.is_nan() {
-            f32::INFINITY
-        } else {
-            m.max((a - b).abs())
-        }
-    });
-    diff / scale
-}
-
-struct Ctx {
-    stream: Arc<CudaStream>,
-    kernels: Kernels,
-    pool: ThreadPool,
-}
-
-impl Ctx {
-    fn ops(&self) -> Ops<'_> {
-        Ops {
-            k: &self.kernels,
-            stream: &self.stream,
-            pdl: self.kernels.pdl,
-        }
-    }
-    fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
-        &self,
-        v: &[T],
-    ) -> Result<DevBuf<T>, Error> {
-        DevBuf::from_host(&self.stream, v)
-    }
-    fn down<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Clone + Default>(
-        &self,
-        b: &DevBuf<T>,
-        n: usize,
-    ) -> Result<Vec<T>, Error> {
-        let mut v = vec![T::default(); n];
-        b.read(&self.stream, &mut v)?;
-        self.stream.synchronize().map_err(|e| Error::Cuda {
-            what: "sync",
-            message: format!("{e:?}"),
-        })?;
-        Ok(v)
-    }
-}
+pub use common::Check;
 
 /// Runs every check on device `ordinal`, the kernels loaded under `tuning` (their rules and
 /// definitions; `CudaTuning::default()` for what ships).

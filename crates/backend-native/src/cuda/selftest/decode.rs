@@ -7,7 +7,7 @@
 //! (f16, bf16, with activations of that precision) must also give the bits of an f32 cache
 //! holding the same values.
 
-use super::{Check, Ctx, Rng, rel};
+use super::common::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cuda::kernels::{
     DecodeCall, DecodeHeads, DecodeMode, KvCache, KvKind, Trigger, decode_splits,

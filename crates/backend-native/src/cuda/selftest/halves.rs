@@ -4,9 +4,9 @@
 //! casting x itself. The prompt attention merge's copy is checked with the attention
 //! (`selftest.rs`).
 
-use super::gemm::gemm_type;
+use super::common::{Check, Ctx, Rng};
+use super::gemm_check::gemm_type;
 use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
-use super::{Check, Ctx, Rng};
 use crate::cuda::blas::Blas;
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
 use crate::cuda::kernels::{LinearShape, Ops};

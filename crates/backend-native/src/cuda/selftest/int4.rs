@@ -5,9 +5,9 @@
 //! zero points. Every case runs twice, the second time with the packed weights, x and the int8
 //! scratch moved off 16-byte alignment, and the two results must be equal bit for bit.
 
+use super::common::{Check, Ctx, Rng};
 use super::epilogue::{epilogue_limit, host_epilogue};
 use super::linear::{bitwise_equal, shifted_f32, verdict};
-use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
 use crate::cuda::kernels::{Int4Fp32, LinearShape};
 use crate::cuda::memory::DevBuf;

@@ -5,7 +5,7 @@
 //! alignment (scalar loads, unstaged copies), and the two results must be equal bit for bit —
 //! the kernels' bits may depend on values and shapes only, never on addresses.
 
-use super::{Check, Ctx, Rng, rel};
+use super::common::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
 use crate::cuda::kernels::{LinearShape, OneRow, RowKernel};
 use crate::cuda::memory::DevBuf;

@@ -38,5 +38,5 @@ pub(crate) use ops::Ops;
 pub(crate) use prompt::PromptAttention;
 pub(crate) use prompt_device::{PromptKernel, mma_spans};
 pub(crate) use registry::Kernels;
-pub(crate) use rows::ARGMAX_PARTS;
+pub(crate) use rows::{ARGMAX_PARTS, Embedding, NormRows, RotaryAppend, SkipNorm};
 pub(crate) use shape::LinearShape;

@@ -20,6 +20,7 @@ mod pass;
 mod pinned;
 mod residency;
 pub mod selftest;
+mod span;
 mod state;
 mod step_clock;
 pub mod step_timing;

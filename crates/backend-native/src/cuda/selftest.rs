@@ -7,9 +7,7 @@
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{
-    ARGMAX_PARTS, Kernels, KvCache, KvKind, PromptAttention, PromptKernel,
-};
+use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, KvCache, KvKind, PromptAttention, PromptKernel};
 use crate::cuda::kernels::{GemmType, HalfCopy};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
@@ -338,7 +336,8 @@ fn argmax(c: &Ctx, rng: &mut Rng) -> Result<Check, Error> {
     let (dv, out) = (c.up(&v)?, DevBuf::<i32>::zeros(&c.stream, 1)?);
     let pv = DevBuf::<f32>::zeros(&c.stream, ARGMAX_PARTS)?;
     let pi = DevBuf::<i32>::zeros(&c.stream, ARGMAX_PARTS)?;
-    c.ops().argmax(dv.ptr, v.len(), (pv.ptr, pi.ptr), out.ptr)?;
+    c.ops()
+        .argmax(dv.span(), v.len(), (pv.span(), pi.span()), out.span())?;
     let mut got = [0i32];
     out.read(&c.stream, &mut got)?;
     let diff = if got[0] as usize == want {

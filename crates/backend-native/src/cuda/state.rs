@@ -7,12 +7,13 @@ use crate::cuda::blas::{Blas, GemmScratch};
 
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
-    ATTN_CHUNK, CHUNK, DecodeCall, DecodeHeads, KvCache, KvKind, PromptAttention,
+    ATTN_CHUNK, CHUNK, DecodeCall, DecodeHeads, Embedding, KvCache, KvKind, NormRows,
+    PromptAttention, RotaryAppend, SkipNorm,
 };
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves, common_half};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::memory::DevPtr;
-use crate::cuda::model::{DevLayer, DevModel, DevNorm};
+use crate::cuda::model::{DevLayer, DevModel, DevNorm, DevRotary};
 use crate::cuda::pass::Pass;
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
@@ -278,23 +279,34 @@ pub(crate) fn enqueue(
         let types = consumers.iter().map(|(p, _)| p.prompt_gemm(ops, m));
         ops.half_copy(m, hidden, common_half(types))
     };
-    ops.embedding(
-        model.embedding.ptr()?,
-        model.positions.as_ref().map_or(0, |p| p.ptr),
-        b.ids.ptr,
-        b.step.ptr,
-        b.x.ptr,
-        (m, hidden, model.vocab),
-        model.embedding_scale,
+    ops.embedding(&Embedding {
+        table: model.embedding.span()?,
+        positions: model.positions.as_ref().map(DevBuf::span),
+        ids: b.ids.span(),
+        step: b.step.span(),
+        x: b.x.span(),
+        m,
+        hidden,
+        vocab: model.vocab,
+        scale: model.embedding_scale,
         act,
-    )?;
+    })?;
     // x += delta (when given), then normed = norm(x), over the m hidden rows, also written
     // rounded to 16 bits where `half` says; what normed's readers get besides it.
-    let residual_norm = |n: &DevNorm, delta: DevPtr, half: Option<HalfCopy>| {
-        let rows = (m, hidden, 1, hidden);
-        let (w, bias) = (n.weight.ptr, n.bias_ptr());
-        let norm = (n.eps, n.rms, true, act);
-        ops.skip_norm_half(b.x.ptr, delta, (w, bias), b.normed.ptr, rows, norm, half)?;
+    let residual_norm = |n: &DevNorm, delta: Option<&DevBuf<f32>>, half: Option<HalfCopy>| {
+        let norm = SkipNorm {
+            x: b.x.span(),
+            delta: delta.map(DevBuf::span),
+            weight: n.weight.span(),
+            bias: n.bias_span(),
+            out: b.normed.span(),
+            rows: NormRows::packed(m, hidden),
+            eps: n.eps,
+            rms: n.rms,
+            write_sum: true,
+            act,
+        };
+        ops.skip_norm_half(&norm, half)?;
         let halves = Halves { x: half, y: None };
         Ok::<_, Error>(XForms { halves, ..scratch })
     };
@@ -322,12 +334,12 @@ pub(crate) fn enqueue(
             act_p,
             forms,
         )?;
-        residual_norm(n, b.delta.ptr, half)
+        residual_norm(n, Some(&b.delta), half)
     };
     // The first norm has no residual to add (with no layers, the final norm).
     let mut forms = match model.layers.first() {
-        Some(l) => residual_norm(&l.attn_norm, 0, hidden_half(&l.qkv.parts))?,
-        None => residual_norm(&model.final_norm, 0, None)?,
+        Some(l) => residual_norm(&l.attn_norm, None, hidden_half(&l.qkv.parts))?,
+        None => residual_norm(&model.final_norm, None, None)?,
     };
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
         let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, forms)?;
@@ -380,21 +392,35 @@ fn attention_block(
     ];
     for (norm, col, heads) in heads_norm {
         if let Some(n) = norm {
-            let x = b.qkv.at(col)?;
-            let rows = (m * heads, hs, heads, ld);
-            let (w, bias) = (n.weight.ptr, n.bias_ptr());
-            ops.skip_norm(x, 0, w, bias, x, rows, n.eps, n.rms, false, act)?;
+            let x = b.qkv.span_from(col)?;
+            ops.skip_norm(&SkipNorm {
+                x,
+                delta: None,
+                weight: n.weight.span(),
+                bias: n.bias_span(),
+                out: x,
+                rows: NormRows {
+                    rows: m * heads,
+                    width: hs,
+                    per_row: heads,
+                    ld,
+                },
+                eps: n.eps,
+                rms: n.rms,
+                write_sum: false,
+                act,
+            })?;
         }
     }
-    let (cos_sin, rot) = match (&model.rotary, l.rotary) {
-        (Some(r), true) => ((r.cos.ptr, r.sin.ptr), (r.rotary_dim, r.interleaved)),
+    let rotary = match (&model.rotary, l.rotary) {
+        (Some(r), true) => Some(r),
         (None, true) => {
             return Err(Error::Invalid {
                 what: "rotary",
                 why: "the plan has no rotary caches".into(),
             });
         }
-        (_, false) => ((0, 0), (0, false)),
+        (_, false) => None,
     };
     let cache = KvCache {
         k: k_cache,
@@ -415,7 +441,9 @@ fn attention_block(
         ops.attention_decode(&DecodeCall {
             qkv: b.qkv.ptr,
             step: b.step.ptr,
-            rotary: (cos_sin.0, cos_sin.1, rot.0, rot.1),
+            rotary: rotary.map_or((0, 0, 0, false), |r| {
+                (r.cos.ptr, r.sin.ptr, r.rotary_dim, r.interleaved)
+            }),
             cache,
             part: (b.part.ptr, b.part.len),
             counts: (b.counts.ptr, b.counts.len),
@@ -429,7 +457,7 @@ fn attention_block(
         None
     } else {
         let want = ops.half_copy(m, width, common_half([l.output.prompt_gemm(ops, m)]));
-        attention_chunk(ops, l, b, cache, (cos_sin, rot), m, (act, want))?
+        attention_chunk(ops, l, b, cache, rotary, m, (act, want))?
     };
     Ok(Input {
         x: b.attn.ptr,
@@ -438,9 +466,6 @@ fn attention_block(
     })
 }
 
-/// A layer's rotary caches (cos, sin) and (rotary_dim, interleaved); (0, 0), (0, false): none.
-type Rotary = ((DevPtr, DevPtr), (usize, bool));
-
 /// Rotary + KV append, then attention, for a chunk of prompt tokens (two launches and a
 /// merge); the output's half copy where the merge wrote the one `half` asks for.
 fn attention_chunk(
@@ -448,13 +473,23 @@ fn attention_chunk(
     l: &DevLayer,
     b: &Buffers,
     cache: KvCache,
-    (cos_sin, rot): Rotary,
+    rotary: Option<&DevRotary>,
     m: usize,
     (act, half): (i32, Option<HalfCopy>),
 ) -> Result<Option<HalfCopy>, Error> {
     let (ld, hs) = (l.qkv_width(), l.head_size);
-    let dims = (m, l.heads, l.kv_heads, hs);
-    ops.rotary_append(b.qkv.ptr, ld, b.step.ptr, cos_sin, dims, rot, cache, act)?;
+    ops.rotary_append(&RotaryAppend {
+        qkv: b.qkv.span(),
+        ld,
+        step: b.step.span(),
+        rotary: rotary.map(|r| (r.cos.span(), r.sin.span(), r.rotary_dim, r.interleaved)),
+        m,
+        heads: l.heads,
+        kv_heads: l.kv_heads,
+        hs,
+        cache,
+        act,
+    })?;
     ops.attention(&PromptAttention {
         qkv: b.qkv.ptr,
         ld,
@@ -506,10 +541,10 @@ fn mlp_block(
         p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, forms)?;
     }
     let down_in = if mlp.gated {
-        ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;
+        ops.gated(b.gu.span(), b.h.span(), (m, w), mlp.activation)?;
         b.h.ptr
     } else {
-        ops.activate(b.gu.ptr, m * w, mlp.activation)?;
+        ops.activate(b.gu.span(), m * w, mlp.activation)?;
         b.gu.ptr
     };
     Ok(Input {

@@ -159,7 +159,7 @@ impl CudaState {
             stream: &self.stream,
             pdl: false,
         };
-        let logits = (self.buffers.logits.ptr, s.model.vocab);
+        let logits = (self.buffers.logits.span(), s.model.vocab);
         let mut chooser = self.chooser.take().ok_or(Error::Invalid {
             what: "device choice",
             why: "no buffers".into(),

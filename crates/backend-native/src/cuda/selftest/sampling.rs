@@ -77,7 +77,7 @@ fn device_choice(
     chooser.enqueue(
         &c.stream,
         &ops,
-        (dv.ptr, logits.len()),
+        (dv.span(), logits.len()),
         spec,
         (&ids, penalized),
     )?;

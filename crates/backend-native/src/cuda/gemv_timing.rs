@@ -5,7 +5,7 @@
 //! their weights in the L2), and the graph's replays are timed on the host.
 
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel};
+use crate::cuda::kernels::{DenseLinear, Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel};
 use crate::cuda::launch::launch_error as cuda;
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
@@ -246,8 +246,13 @@ pub fn time_gemvs(
                 });
                 for plan in plans {
                     let timing = time_graph(&stream, launches, reps, |i| {
-                        let w = copies_w[i % copies].ptr;
-                        ops.gemv_one_row("gemv_f16", w, x.ptr, 0, y.ptr, shape, 0, plan)
+                        let d = DenseLinear {
+                            w: copies_w[i % copies].span().as_bytes(),
+                            x: x.span(),
+                            bias: None,
+                            y: y.span(),
+                        };
+                        ops.gemv_one_row("gemv_f16", &d, shape, 0, plan)
                     })?;
                     let blocks = shape.decode_grid(plan.split)?.0 as usize;
                     record(

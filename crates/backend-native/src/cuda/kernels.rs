@@ -34,7 +34,7 @@ pub(crate) use int4::Int4Fp32;
 pub(crate) use int4_mma::int4_mma_form;
 pub(crate) use kv::{KvCache, KvKind};
 pub(crate) use one_row::{OneRow, RowKernel};
-pub(crate) use ops::Ops;
+pub(crate) use ops::{DenseLinear, Ops};
 pub(crate) use prompt::PromptAttention;
 pub(crate) use prompt_device::{PromptKernel, mma_spans};
 pub(crate) use registry::Kernels;

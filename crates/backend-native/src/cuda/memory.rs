@@ -50,17 +50,6 @@ impl<T: DeviceRepr + ValidAsZeroBits> DevBuf<T> {
         DevBuf { slice, ptr, len }
     }
 
-    /// The address of value `offset` (an error past the end).
-    pub fn at(&self, offset: usize) -> Result<DevPtr, Error> {
-        if offset > self.len {
-            return Err(Error::Invalid {
-                what: "device offset",
-                why: format!("{offset} is past a buffer of {}", self.len),
-            });
-        }
-        Ok(self.ptr + (offset * std::mem::size_of::<T>()) as u64)
-    }
-
     /// Copies `host` to the start of the buffer (stream-ordered).
     pub fn write(&mut self, stream: &Arc<CudaStream>, host: &[T]) -> Result<(), Error> {
         if host.len() > self.len {

@@ -49,6 +49,15 @@ impl<'a, T> DevSpan<'a, T> {
         self.len
     }
 
+    /// The same memory as bytes.
+    pub fn as_bytes(self) -> DevSpan<'a, u8> {
+        DevSpan {
+            ptr: self.ptr,
+            len: self.len * std::mem::size_of::<T>(),
+            _values: PhantomData,
+        }
+    }
+
     /// The values from `offset` on (an error past the end).
     pub fn from(self, offset: usize) -> Result<Self, Error> {
         if offset > self.len {

@@ -15,6 +15,7 @@ use crate::cuda::memory::DevBuf;
 use crate::cuda::memory::DevPtr;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm, DevRotary};
 use crate::cuda::pass::Pass;
+use crate::cuda::span::DevSpan;
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
 use crate::settings::CudaTuning;
@@ -328,7 +329,7 @@ pub(crate) fn enqueue(
             ops,
             input.x,
             input.width,
-            b.delta.ptr,
+            b.delta.span(),
             hidden,
             m,
             act_p,
@@ -354,8 +355,8 @@ pub(crate) fn enqueue(
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
         forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
     }
-    let last = b.normed.at((m - 1) * hidden)?;
-    let y = (b.logits.ptr, model.vocab);
+    let last = b.normed.span_from((m - 1) * hidden)?;
+    let y = (b.logits.span(), model.vocab);
     model
         .lm_head
         .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
@@ -364,27 +365,27 @@ pub(crate) fn enqueue(
 
 /// A linear's input: x `[m, width]` and its half copy where the kernel writing it made one.
 #[derive(Debug, Clone, Copy)]
-struct Input {
-    x: DevPtr,
+struct Input<'a> {
+    x: DevSpan<'a, f32>,
     width: usize,
     half: Option<HalfCopy>,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn attention_block(
+fn attention_block<'a>(
     ops: &Pass<'_>,
     model: &DevModel,
     l: &DevLayer,
-    b: &Buffers,
+    b: &'a Buffers,
     (k_cache, v_cache): (DevPtr, DevPtr),
     m: usize,
     forms: XForms,
-) -> Result<Input, Error> {
+) -> Result<Input<'a>, Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
-        let y = (b.qkv.at(*col)?, ld);
-        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, forms)?;
+        let y = (b.qkv.span_from(*col)?, ld);
+        p.run_glu(ops, (b.normed.span(), hidden), y, m, act, -1, forms)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -460,7 +461,7 @@ fn attention_block(
         attention_chunk(ops, l, b, cache, rotary, m, (act, want))?
     };
     Ok(Input {
-        x: b.attn.ptr,
+        x: b.attn.span(),
         width,
         half,
     })
@@ -513,39 +514,39 @@ fn attention_chunk(
 
 /// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:
 /// the down projection's input (with its half copy where a GLU GEMM's epilogue wrote one).
-fn mlp_block(
+fn mlp_block<'a>(
     ops: &Pass<'_>,
     l: &DevLayer,
-    b: &Buffers,
+    b: &'a Buffers,
     m: usize,
     forms: XForms,
-) -> Result<Input, Error> {
+) -> Result<Input<'a>, Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
     if let [(p, 0)] = mlp.parts.as_slice()
         && mlp.glu
     {
-        let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
+        let (x, h) = ((b.normed.span(), p.k), (b.h.span(), w));
         let y = ops.half_copy(m, w, common_half([mlp.down.prompt_gemm(ops, m)]));
         let halves = Halves { y, ..forms.halves };
         let half = p.run_glu(ops, x, h, m, 0, mlp.activation, XForms { halves, ..forms })?;
         return Ok(Input {
-            x: b.h.ptr,
+            x: b.h.span(),
             width: w,
             half,
         });
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
-        let y = (b.gu.at(*col)?, gu_ld);
-        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, forms)?;
+        let y = (b.gu.span_from(*col)?, gu_ld);
+        p.run_glu(ops, (b.normed.span(), p.k), y, m, 0, -1, forms)?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.span(), b.h.span(), (m, w), mlp.activation)?;
-        b.h.ptr
+        b.h.span()
     } else {
         ops.activate(b.gu.span(), m * w, mlp.activation)?;
-        b.gu.ptr
+        b.gu.span()
     };
     Ok(Input {
         x: down_in,

@@ -3,12 +3,13 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
+use crate::cuda::kernels::{DenseLinear, Int4Fp32, LinearShape};
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
-use crate::cuda::kernels::{Int4Fp32, LinearShape};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::memory::DevPtr;
 use crate::cuda::pager::Pager;
 use crate::cuda::pass::Pass;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use genai_frontend::Linear;
@@ -146,6 +147,18 @@ impl DevLinear {
         }
     }
 
+    /// The image's values of `T` from byte `offset` to its end, at `addr`.
+    ///
+    /// # Safety
+    /// `addr` must be the device address of byte `offset` of this layer's image while the
+    /// image is in place (resident, or in the slot the pager filled for this pass) for the
+    /// span's use.
+    unsafe fn part<T>(&self, addr: DevPtr, offset: usize) -> DevSpan<'_, T> {
+        let values = self.bytes.saturating_sub(offset) / std::mem::size_of::<T>();
+        // SAFETY: the caller's guarantee; the image holds `bytes` bytes from its base.
+        unsafe { DevSpan::from_raw(addr, values) }
+    }
+
     /// Int8 scratch this layer needs per row: (quantized values, block scales).
     pub fn quant_scratch(&self) -> (usize, usize) {
         match self.form {
@@ -164,9 +177,9 @@ impl DevLinear {
     pub fn run(
         &self,
         ops: &Pass<'_>,
-        x: DevPtr,
+        x: DevSpan<'_, f32>,
         ldx: usize,
-        y: DevPtr,
+        y: DevSpan<'_, f32>,
         ldy: usize,
         m: usize,
         act: i32,
@@ -182,8 +195,8 @@ impl DevLinear {
     pub fn run_glu(
         &self,
         ops: &Pass<'_>,
-        (x, ldx): (DevPtr, usize),
-        (y, ldy): (DevPtr, usize),
+        (x_span, ldx): (DevSpan<'_, f32>, usize),
+        (y_span, ldy): (DevSpan<'_, f32>, usize),
         m: usize,
         act: i32,
         glu: i32,
@@ -197,12 +210,26 @@ impl DevLinear {
             ldy,
             glu,
         };
+        // The int4 launches take addresses still (their extents unchecked here).
+        let (x, y) = (x_span.ptr(), y_span.ptr());
         self.placed(ops, |at| {
             let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
             let scales = at(self.parts.scales);
             match self.form {
                 Form::Dense { kernel } => {
-                    ops.dense(ops.blas, kernel, main, x, bias, y, shape, act, forms.halves)
+                    // SAFETY: `placed` hands out the addresses of the image's parts while the
+                    // image is in place (resident, or in its acquired slot) for this call.
+                    let (w, bias) = unsafe {
+                        let bias = self.parts.bias.map(|o| self.part(at(Some(o)), o));
+                        (self.part(main, self.parts.main), bias)
+                    };
+                    let d = DenseLinear {
+                        w,
+                        x: x_span,
+                        bias,
+                        y: y_span,
+                    };
+                    ops.dense(ops.blas, kernel, &d, shape, act, forms.halves)
                 }
                 Form::Int4 {
                     block, int8: true, ..

@@ -3,7 +3,7 @@
 //! GEMV kernels' epilogue (`gemm_epilogue_f32`) where the layer has one.
 
 use super::handle::{Blas, ColMajor, MIN_ROWS};
-use crate::cuda::kernels::{GemmType, HalfCopy, Halves, LinearShape, Ops};
+use crate::cuda::kernels::{DenseLinear, GemmType, HalfCopy, Halves, LinearShape, Ops};
 use crate::cuda::launch::{cfg, int, launch};
 use crate::cuda::memory::DevPtr;
 use crate::error::Error;
@@ -42,22 +42,22 @@ pub(crate) fn half_copy(
 impl Ops<'_> {
     /// A dense linear layer: through cuBLAS for `MIN_ROWS` rows or more when the pass has a
     /// handle (`blas`), else the GEMV kernel `kernel`. Returns y's half copy if the GEMM wrote it.
-    #[allow(clippy::too_many_arguments)]
     pub fn dense(
         &self,
         blas: Option<&Blas>,
         kernel: &'static str,
-        w: DevPtr,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
+        d: &DenseLinear<'_>,
         s: LinearShape,
         act: i32,
         halves: Halves,
     ) -> Result<Option<HalfCopy>, Error> {
         match (gemm_blas(blas, s.m, false), GemmType::of(kernel)) {
-            (Some(blas), Some(ty)) => self.gemm(blas, ty, w, x, bias, y, s, act, halves),
-            _ => self.gemv(kernel, w, x, bias, y, s, act).map(|()| None),
+            (Some(blas), Some(ty)) => {
+                // The GEMM reads and writes what the GEMV kernel would over `s`.
+                let (w, x, bias, y) = d.check("cublasGemmEx", ty.size(), &s)?;
+                self.gemm(blas, ty, w, x, bias, y, s, act, halves)
+            }
+            _ => self.gemv(kernel, d, s, act).map(|()| None),
         }
     }
 

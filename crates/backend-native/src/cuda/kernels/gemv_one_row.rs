@@ -3,10 +3,9 @@
 //! launch shares (entry, grid, kernel ints).
 
 use super::one_row::OneRow;
-use super::ops::Ops;
-use super::shape::{DEC_WARPS, LinearShape};
+use super::ops::{DenseLinear, Ops};
+use super::shape::{DEC_WARPS, LinearShape, weight_bytes};
 use crate::cuda::launch::{cfg, int, launch};
-use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 use cudarc::driver::CudaFunction;
 
@@ -14,19 +13,16 @@ impl Ops<'_> {
     /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
     /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair
     /// (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_one_row(
         &self,
         kind: &'static str,
-        w: DevPtr,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
+        d: &DenseLinear<'_>,
         s: LinearShape,
         act: i32,
         plan: OneRow,
     ) -> Result<(), Error> {
         let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
+        let (w, x, bias, y) = d.check(plan.kernel(kind), weight_bytes(kind), &s)?;
         let shared = plan.shared_bytes(kind, &s);
         if shared > self.k.shared_limit() {
             return Err(Error::Invalid {

@@ -4,7 +4,7 @@
 //! `plans.rs`, the launch `gemv_one_row.rs`). Every
 //! entry gives the same bits at the same split; the rules only move time.
 
-use super::shape::{DEC_COLS, DEC_WARPS, LinearShape, TARGET_WARPS};
+use super::shape::{DEC_COLS, DEC_WARPS, LinearShape, TARGET_WARPS, weight_bytes};
 use super::shared;
 use crate::cuda::launch::grid_dim;
 use crate::error::Error;
@@ -138,11 +138,6 @@ impl OneRow {
             RowKernel::Walk | RowKernel::Pipe => 0,
         }
     }
-}
-
-/// Bytes a weight value of a dense linear kernel `kind` takes.
-pub(super) fn weight_bytes(kind: &'static str) -> usize {
-    if kind == "gemv_f32" { 4 } else { 2 }
 }
 
 impl LinearShape {

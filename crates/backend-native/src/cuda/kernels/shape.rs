@@ -38,6 +38,21 @@ impl LinearShape {
         ))
     }
 
+    /// Outputs a row of y gets: `n`, or `n / 2` with the GLU pairing.
+    pub(crate) fn cols(&self) -> usize {
+        if self.glu >= 0 { self.n / 2 } else { self.n }
+    }
+
+    /// Values of x the linear kernels read: `m` rows of `k`, `ldx` apart.
+    pub(crate) fn x_extent(&self) -> usize {
+        (self.m.max(1) - 1) * self.ldx + self.k
+    }
+
+    /// Values of y they write: `m` rows of [`LinearShape::cols`], `ldy` apart.
+    pub(crate) fn y_extent(&self) -> usize {
+        (self.m.max(1) - 1) * self.ldy + self.cols()
+    }
+
     /// Warps per output column (in one block, summed in warp order): doubled while the launch
     /// has fewer than [`TARGET_WARPS`] warps and each warp keeps at least 256 values of a row
     /// (one 8-value unit per lane). Depends on (k, n) and the GLU pairing only.
@@ -70,6 +85,12 @@ impl LinearShape {
             1,
         ))
     }
+}
+
+/// Bytes a weight value of a dense linear kernel `kind` (`gemv_f32`, `gemv_f16`, `gemv_bf16`)
+/// takes.
+pub(crate) fn weight_bytes(kind: &'static str) -> usize {
+    if kind == "gemv_f32" { 4 } else { 2 }
 }
 
 /// Rows of x per block of the multi-row linear kernels (`GEMV_ROWS` in kernels/prelude.cuh).

@@ -215,8 +215,8 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
         c.up(&[past as i32, m as i32, 0, 0])?,
     );
     let cache = KvCache {
-        k: dk.ptr,
-        v: dv.ptr,
+        k: dk.span(),
+        v: dv.span(),
         capacity: cap,
         kind: kv,
     };
@@ -225,14 +225,14 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
     let counts = DevBuf::<i32>::zeros(&c.stream, m * heads)?;
     let ops = c.ops();
     let a = PromptAttention {
-        qkv: dq.ptr,
+        qkv: dq.span(),
         ld,
         cache,
-        step: step.ptr,
-        part: part.ptr,
+        step: step.span(),
+        part: part.span(),
         splits,
-        counts: counts.ptr,
-        out: out.ptr,
+        counts: counts.span(),
+        out: out.span(),
         m,
         heads,
         kv_heads,

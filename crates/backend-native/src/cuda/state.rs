@@ -12,7 +12,6 @@ use crate::cuda::kernels::{
 };
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves, common_half};
 use crate::cuda::memory::DevBuf;
-use crate::cuda::memory::DevPtr;
 use crate::cuda::model::{DevLayer, DevModel, DevNorm, DevRotary};
 use crate::cuda::pass::Pass;
 use crate::cuda::span::DevSpan;
@@ -343,7 +342,7 @@ pub(crate) fn enqueue(
         None => residual_norm(&model.final_norm, None, None)?,
     };
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, forms)?;
+        let attn = attention_block(ops, model, layer, b, (kc.span(), vc.span()), m, forms)?;
         let mlp_half = hidden_half(&layer.mlp.parts);
         forms = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, mlp_half)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head (one
@@ -377,7 +376,7 @@ fn attention_block<'a>(
     model: &DevModel,
     l: &DevLayer,
     b: &'a Buffers,
-    (k_cache, v_cache): (DevPtr, DevPtr),
+    (k_cache, v_cache): (DevSpan<'a, u8>, DevSpan<'a, u8>),
     m: usize,
     forms: XForms,
 ) -> Result<Input<'a>, Error> {
@@ -440,15 +439,13 @@ fn attention_block<'a>(
     let half = if m == 1 && ops.k.decode_fits(&decode) {
         // One launch: rotary, the KV append and attention (a decode step, graph-captured).
         ops.attention_decode(&DecodeCall {
-            qkv: b.qkv.ptr,
-            step: b.step.ptr,
-            rotary: rotary.map_or((0, 0, 0, false), |r| {
-                (r.cos.ptr, r.sin.ptr, r.rotary_dim, r.interleaved)
-            }),
+            qkv: b.qkv.span(),
+            step: b.step.span(),
+            rotary: rotary.map(|r| (r.cos.span(), r.sin.span(), r.rotary_dim, r.interleaved)),
             cache,
-            part: (b.part.ptr, b.part.len),
-            counts: (b.counts.ptr, b.counts.len),
-            out: b.attn.ptr,
+            part: b.part.span(),
+            counts: b.counts.span(),
+            out: b.attn.span(),
             heads: decode,
             scale: l.scale,
             window: l.window,
@@ -473,7 +470,7 @@ fn attention_chunk(
     ops: &Pass<'_>,
     l: &DevLayer,
     b: &Buffers,
-    cache: KvCache,
+    cache: KvCache<'_>,
     rotary: Option<&DevRotary>,
     m: usize,
     (act, half): (i32, Option<HalfCopy>),
@@ -492,14 +489,14 @@ fn attention_chunk(
         act,
     })?;
     ops.attention(&PromptAttention {
-        qkv: b.qkv.ptr,
+        qkv: b.qkv.span(),
         ld,
         cache,
-        step: b.step.ptr,
-        part: b.part.ptr,
+        step: b.step.span(),
+        part: b.part.span(),
         splits: b.splits,
-        counts: b.counts.ptr,
-        out: b.attn.ptr,
+        counts: b.counts.span(),
+        out: b.attn.span(),
         m,
         heads: l.heads,
         kv_heads: l.kv_heads,

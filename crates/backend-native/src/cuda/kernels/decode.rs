@@ -5,7 +5,7 @@ use super::decode_device::*;
 use super::kv::KvCache;
 use super::ops::Ops;
 use crate::cuda::launch::{cfg, grid_dim, int, launch_raw_in, param};
-use crate::cuda::memory::DevPtr;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// One decode-attention call: attention of the new token at `step[0]` with the rotary
@@ -14,16 +14,19 @@ use crate::error::Error;
 /// caches at `step[0]`. `part` (`len` floats) needs `heads * decode_splits(capacity) * (hs + 2)`;
 /// `counts` (`len` ints, zero, left zero) one ticket per [`DecodeHeads::rows`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct DecodeCall {
-    pub qkv: DevPtr,
-    pub step: DevPtr,
-    /// cos, sin caches, rotary_dim (0: none), interleaved.
-    pub rotary: (DevPtr, DevPtr, usize, bool),
+pub(crate) struct DecodeCall<'a> {
+    /// The token's `[heads + 2 kv_heads, hs]` q, k and v.
+    pub qkv: DevSpan<'a, f32>,
+    pub step: DevSpan<'a, i32>,
+    /// cos, sin caches (`[positions, rotary_dim / 2]`), rotary_dim, interleaved; none: no
+    /// rotation.
+    pub rotary: Option<(DevSpan<'a, f32>, DevSpan<'a, f32>, usize, bool)>,
     /// Keys, values `[kv_heads, capacity, hs]`, of the kind `heads.kv` says.
-    pub cache: KvCache,
-    pub part: (DevPtr, usize),
-    pub counts: (DevPtr, usize),
-    pub out: DevPtr,
+    pub cache: KvCache<'a>,
+    pub part: DevSpan<'a, f32>,
+    pub counts: DevSpan<'a, i32>,
+    /// `[heads, hs]`.
+    pub out: DevSpan<'a, f32>,
     pub heads: DecodeHeads,
     pub scale: f32,
     pub window: Option<usize>,
@@ -33,7 +36,7 @@ pub(crate) struct DecodeCall {
 
 impl Ops<'_> {
     /// The call in the device's mode (see [`DecodeDevice::mode`]).
-    pub fn attention_decode(&self, c: &DecodeCall) -> Result<(), Error> {
+    pub fn attention_decode(&self, c: &DecodeCall<'_>) -> Result<(), Error> {
         let hs = c.heads.head_size;
         let mode = self.k.decode.mode(&c.heads).ok_or_else(|| Error::Invalid {
             what: "decode attention",
@@ -47,24 +50,19 @@ impl Ops<'_> {
     }
 
     /// The call in a given mode (the checks run every mode the device has).
-    pub fn attention_decode_as(&self, c: &DecodeCall, mode: DecodeMode) -> Result<(), Error> {
+    pub fn attention_decode_as(&self, c: &DecodeCall<'_>, mode: DecodeMode) -> Result<(), Error> {
         let d = c.heads;
         let hs = d.head_size;
-        let KvCache {
-            k: k_cache,
-            v: v_cache,
-            capacity,
-            kind,
-        } = c.cache;
-        let (cos, sin, rotary_dim, interleaved) = c.rotary;
+        let (capacity, kind) = (c.cache.capacity, c.cache.kind);
+        let rotary_dim = c.rotary.map_or(0, |r| r.2);
         let slots = decode_splits(capacity);
         let rows = if d.supported() { d.rows() } else { 0 };
         let part_need = d.heads * slots * (hs + 2);
         let stage = self.k.decode.launch_stage(hs, mode.ring, kind);
         if rows == 0
             || kind != d.kv
-            || c.part.1 < part_need
-            || c.counts.1 < rows
+            || c.part.len() < part_need
+            || c.counts.len() < rows
             || rotary_dim > hs
             || !rotary_dim.is_multiple_of(2)
             || !(1..=2).contains(&mode.ring)
@@ -76,15 +74,30 @@ impl Ops<'_> {
                 why: format!(
                     "{d:?}, rotary_dim {rotary_dim}, partials {} (need {part_need}), tickets \
                      {} (need {rows}), {mode:?}",
-                    c.part.1, c.counts.1
+                    c.part.len(),
+                    c.counts.len()
                 ),
             });
         }
-        let (h, kvh, hs_i, cap, slots_i) = (
+        let kernel = kind.decode_entry();
+        let (k_cache, v_cache, cap, _) = c.cache.args(kernel, d.kv_heads, hs)?;
+        // The token's q, k and v heads; the rotary rows read are at `step[0]`, which only the
+        // device knows: checked for one position (the state keeps it within the caches').
+        let qkv = c.qkv.need(kernel, "qkv", (d.heads + 2 * d.kv_heads) * hs)?;
+        let step = c.step.need(kernel, "step", 1)?;
+        let out = c.out.need(kernel, "out", d.heads * hs)?;
+        let (cos, sin, interleaved) = match c.rotary {
+            Some((cos, sin, rd, interleaved)) => (
+                cos.need(kernel, "cos", rd / 2)?,
+                sin.need(kernel, "sin", rd / 2)?,
+                interleaved,
+            ),
+            None => (0, 0, false),
+        };
+        let (h, kvh, hs_i, slots_i) = (
             int("heads", d.heads)?,
             int("kv_heads", d.kv_heads)?,
             int("head_size", hs)?,
-            int("capacity", capacity)?,
             int("splits", slots)?,
         );
         let (rd, inter) = (int("rotary_dim", rotary_dim)?, i32::from(interleaved));
@@ -92,15 +105,15 @@ impl Ops<'_> {
         let cap_s = c.softcap.unwrap_or(0.0);
         let (ring, cluster) = (int("ring", mode.ring)?, i32::from(mode.cluster));
         let trigger = mode.trigger.code();
-        let f = self.k.get(kind.decode_entry())?;
+        let f = self.k.get(kernel)?;
         let (x, y) = decode_grid(capacity, rows, mode.cluster);
         let grid = (grid_dim("splits", x)?, grid_dim("rows", y)?, 1);
         let shared = u32::try_from(stage).map_err(|_| Error::Invalid {
             what: "decode attention",
             why: format!("{stage} bytes of shared memory"),
         })?;
-        let (qkv, step, out, scale, act) = (c.qkv, c.step, c.out, c.scale, c.act);
-        let (part, counts) = (c.part.0, c.counts.0);
+        let (scale, act) = (c.scale, c.act);
+        let (part, counts) = (c.part.ptr(), c.counts.ptr());
         let mut params = [
             param(&qkv),
             param(&step),
@@ -129,8 +142,9 @@ impl Ops<'_> {
         let width = if mode.cluster { GROUP as u32 } else { 1 };
         // SAFETY: the arguments match the C signature of the kind's entry (`DA_PARAMS`: the
         // three entries share it) in order and type;
-        // `part` and `counts` were checked against the slots and rows the grid uses, the other
-        // addresses are the caller's live buffers sized for these dimensions, the dynamic
+        // `part` and `counts` were checked against the slots and rows the grid uses, every
+        // other address is a span checked above against the extent these dimensions make the
+        // kernel read or write (the caches `[kv_heads, capacity, hs]`), the dynamic
         // shared memory is within what `DecodeDevice::probe` opted the function into, the
         // grid's x is a multiple of the cluster width, and `params` outlives the call.
         unsafe {

@@ -7,7 +7,7 @@ use super::kv::{KvCache, KvKind};
 use super::ops::Ops;
 use super::prompt_device::*;
 use crate::cuda::launch::{cfg, grid_dim, int, launch, launch_raw, param};
-use crate::cuda::memory::DevPtr;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// One prompt attention: `m` tokens' q in `qkv` (rows of `ld` floats), the cache, the step
@@ -15,15 +15,15 @@ use crate::error::Error;
 /// splits) and `counts` `[m, heads]` zeroed tickets (left zeroed); `out` `[m, heads * hs]`;
 /// `half`: where a separate merge also writes out rounded to 16 bits for the GEMM after it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PromptAttention {
-    pub qkv: DevPtr,
+pub(crate) struct PromptAttention<'a> {
+    pub qkv: DevSpan<'a, f32>,
     pub ld: usize,
-    pub cache: KvCache,
-    pub step: DevPtr,
-    pub part: DevPtr,
+    pub cache: KvCache<'a>,
+    pub step: DevSpan<'a, i32>,
+    pub part: DevSpan<'a, f32>,
     pub splits: usize,
-    pub counts: DevPtr,
-    pub out: DevPtr,
+    pub counts: DevSpan<'a, i32>,
+    pub out: DevSpan<'a, f32>,
     pub m: usize,
     pub heads: usize,
     pub kv_heads: usize,
@@ -36,13 +36,13 @@ pub(crate) struct PromptAttention {
 }
 
 /// Whether the tensor-core kernel can read `a`'s q four floats at a time (16-byte aligned rows).
-fn mma_reads_q(a: &PromptAttention) -> bool {
-    a.qkv.is_multiple_of(16) && a.ld.is_multiple_of(4)
+fn mma_reads_q(a: &PromptAttention<'_>) -> bool {
+    a.qkv.ptr().is_multiple_of(16) && a.ld.is_multiple_of(4)
 }
 
 impl Ops<'_> {
     /// The kernel [`Ops::attention`] runs `a` with here.
-    pub(crate) fn prompt_kernel(&self, a: &PromptAttention) -> PromptKernel {
+    pub(crate) fn prompt_kernel(&self, a: &PromptAttention<'_>) -> PromptKernel {
         match self
             .k
             .prompt
@@ -54,12 +54,12 @@ impl Ops<'_> {
     }
 
     /// Tensor-core blocks of 64 rows that `a`'s (token, query head) rows of one KV head fill.
-    fn mma_row_blocks(&self, a: &PromptAttention) -> usize {
+    fn mma_row_blocks(&self, a: &PromptAttention<'_>) -> usize {
         (a.m * (a.heads / a.kv_heads.max(1))).div_ceil(MMA_ROWS)
     }
 
     /// The spans [`mma_spans`] plans for `a` on this device.
-    pub(crate) fn mma_planned_spans(&self, a: &PromptAttention) -> usize {
+    pub(crate) fn mma_planned_spans(&self, a: &PromptAttention<'_>) -> usize {
         let blocks = a.kv_heads * self.mma_row_blocks(a);
         let name = self.mma_entry(a.cache.kind, a.hs).unwrap_or_default();
         let wanted = self.k.prompt.blocks_per_sm(name) * self.k.sms;
@@ -79,7 +79,7 @@ impl Ops<'_> {
 
     /// Attention of `a.m` tokens through the best kernel that runs it here. Returns the
     /// output's half copy where the kernel's merge wrote it (`a.half`).
-    pub fn attention(&self, a: &PromptAttention) -> Result<Option<HalfCopy>, Error> {
+    pub fn attention(&self, a: &PromptAttention<'_>) -> Result<Option<HalfCopy>, Error> {
         if a.hs > 256 || a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
             return Err(Error::Invalid {
                 what: "attention",
@@ -97,10 +97,11 @@ impl Ops<'_> {
     /// when `a.half` asks for one.
     pub(crate) fn attention_with(
         &self,
-        a: &PromptAttention,
+        a: &PromptAttention<'_>,
         kernel: PromptKernel,
     ) -> Result<Option<HalfCopy>, Error> {
-        let (k_cache, v_cache, cap, kv) = a.cache.args()?;
+        const WHAT: &str = "prompt attention";
+        let (k_cache, v_cache, cap, kv) = a.cache.args(WHAT, a.kv_heads, a.hs)?;
         let (ld, h, kvh, hs) = (
             int("ld", a.ld)?,
             int("heads", a.heads)?,
@@ -110,8 +111,17 @@ impl Ops<'_> {
         let win = int("window", a.window.unwrap_or(0))?;
         let softcap = a.softcap.unwrap_or(0.0);
         let (m, act) = (int("tokens", a.m)?, a.act);
-        let (qkv, step, part, scale, out, counts) =
-            (a.qkv, a.step, a.part, a.scale, a.out, a.counts);
+        // The tokens' q rows; `[m, heads, splits, hs + 2]` partials, `[m, heads]` tickets and
+        // outputs (what every kernel indexes; the tensor-core one uses no more splits).
+        let (rows, heads) = (a.m.max(1), a.heads);
+        let qkv = a.qkv.need(WHAT, "qkv", (rows - 1) * a.ld + heads * a.hs)?;
+        let step = a.step.need(WHAT, "step", 1)?;
+        let part = a
+            .part
+            .need(WHAT, "part", rows * heads * a.splits * (a.hs + 2))?;
+        let counts = a.counts.need(WHAT, "counts", rows * heads)?;
+        let out = a.out.need(WHAT, "out", rows * heads * a.hs)?;
+        let scale = a.scale;
         // Per kernel: its name, its split span (None: it merges its own splits), splits, grid,
         // block and dynamic shared memory.
         let (name, span, splits, grid, block, shared) = match kernel {
@@ -135,7 +145,7 @@ impl Ops<'_> {
                 if !mma_reads_q(a) {
                     return Err(Error::Invalid {
                         what: "prompt attention",
-                        why: format!("q at {:#x} in rows of {} floats", a.qkv, a.ld),
+                        why: format!("q at {:#x} in rows of {} floats", a.qkv.ptr(), a.ld),
                     });
                 }
                 if spans == 0 || spans > a.splits {
@@ -194,8 +204,9 @@ impl Ops<'_> {
         }
         // SAFETY: `params` follows the kernel's C signature in kernels/attention.cu or
         // attention_mma.cu (the first 14 arguments are shared, then the kernel's own), each
-        // pointing to a local that outlives the call; the addresses are `a`'s, whose buffers
-        // the caller sized for these dimensions (`PromptAttention`).
+        // pointing to a local that outlives the call; the addresses are `a`'s spans, checked
+        // above against the extents these dimensions make the kernel index (q rows, caches,
+        // partials, tickets, outputs).
         unsafe {
             launch_raw(
                 self.stream,

@@ -112,7 +112,7 @@ pub(crate) struct RotaryAppend<'a> {
     pub heads: usize,
     pub kv_heads: usize,
     pub hs: usize,
-    pub cache: KvCache,
+    pub cache: KvCache<'a>,
     pub act: i32,
 }
 
@@ -216,7 +216,7 @@ impl Ops<'_> {
             }
             None => (0, 0, 0, false),
         };
-        let (k_cache, v_cache, cap, kv) = r.cache.args()?;
+        let (k_cache, v_cache, cap, kv) = r.cache.args(K, r.kv_heads, hs)?;
         let (ld, h, kvh, hs_i) = (
             int("ld", r.ld)?,
             int("heads", r.heads)?,

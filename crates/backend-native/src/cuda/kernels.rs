@@ -30,7 +30,7 @@ pub(crate) use chunk::{ATTN_CHUNK, CHUNK};
 pub(crate) use decode::DecodeCall;
 pub(crate) use decode_device::{DecodeHeads, DecodeMode, Trigger, decode_splits};
 pub(crate) use halves::{GemmType, HalfCopy, Halves, common_half};
-pub(crate) use int4::Int4Fp32;
+pub(crate) use int4::{Int4Fp32, Int4Linear};
 pub(crate) use int4_mma::int4_mma_form;
 pub(crate) use kv::{KvCache, KvKind};
 pub(crate) use one_row::{OneRow, RowKernel};

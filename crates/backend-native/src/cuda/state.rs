@@ -269,8 +269,8 @@ pub(crate) fn enqueue(
     let act = model.act;
     let hidden = model.hidden;
     let scratch = XForms {
-        qa: b.qa.ptr,
-        sa: b.sa.ptr,
+        qa: b.qa.span(),
+        sa: b.sa.span(),
         halves: Halves::default(),
     };
     // Where the kernel writing the hidden rows for `consumers` also writes them rounded to 16
@@ -378,7 +378,7 @@ fn attention_block<'a>(
     b: &'a Buffers,
     (k_cache, v_cache): (DevSpan<'a, u8>, DevSpan<'a, u8>),
     m: usize,
-    forms: XForms,
+    forms: XForms<'_>,
 ) -> Result<Input<'a>, Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
@@ -516,7 +516,7 @@ fn mlp_block<'a>(
     l: &DevLayer,
     b: &'a Buffers,
     m: usize,
-    forms: XForms,
+    forms: XForms<'_>,
 ) -> Result<Input<'a>, Error> {
     let mlp = &l.mlp;
     let w = mlp.width;

@@ -3,7 +3,7 @@
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DenseLinear, Int4Fp32, LinearShape};
+use crate::cuda::kernels::{DenseLinear, Int4Fp32, Int4Linear, LinearShape};
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::memory::DevPtr;
@@ -41,9 +41,9 @@ pub(crate) struct DevLinear {
 /// `[rows, kp]` and `sa` `[rows, blocks]`), and the half copies around a prompt GEMM (`halves`: x rounded to 16 bits by the kernel that wrote it, and where
 /// the GEMM's epilogue writes y so for the GEMM after it).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct XForms {
-    pub qa: DevPtr,
-    pub sa: DevPtr,
+pub(crate) struct XForms<'a> {
+    pub qa: DevSpan<'a, i8>,
+    pub sa: DevSpan<'a, f32>,
     pub halves: Halves,
 }
 
@@ -147,16 +147,22 @@ impl DevLinear {
         }
     }
 
-    /// The image's values of `T` from byte `offset` to its end, at `addr`.
+    /// The image's values of `T` from byte `offset` (a part's, if it has one) to its end, at
+    /// the address `at` gives for that offset.
     ///
     /// # Safety
-    /// `addr` must be the device address of byte `offset` of this layer's image while the
+    /// `at` must give the device address of a byte offset of this layer's image while the
     /// image is in place (resident, or in the slot the pager filled for this pass) for the
-    /// span's use.
-    unsafe fn part<T>(&self, addr: DevPtr, offset: usize) -> DevSpan<'_, T> {
+    /// span's use (what [`DevLinear::placed`] hands out).
+    unsafe fn part<T>(
+        &self,
+        at: &dyn Fn(Option<usize>) -> DevPtr,
+        offset: Option<usize>,
+    ) -> Option<DevSpan<'_, T>> {
+        let offset = offset?;
         let values = self.bytes.saturating_sub(offset) / std::mem::size_of::<T>();
         // SAFETY: the caller's guarantee; the image holds `bytes` bytes from its base.
-        unsafe { DevSpan::from_raw(addr, values) }
+        Some(unsafe { DevSpan::from_raw(at(Some(offset)), values) })
     }
 
     /// Int8 scratch this layer needs per row: (quantized values, block scales).
@@ -183,7 +189,7 @@ impl DevLinear {
         ldy: usize,
         m: usize,
         act: i32,
-        forms: XForms,
+        forms: XForms<'_>,
     ) -> Result<Option<HalfCopy>, Error> {
         self.run_glu(ops, (x, ldx), (y, ldy), m, act, -1, forms)
     }
@@ -200,7 +206,7 @@ impl DevLinear {
         m: usize,
         act: i32,
         glu: i32,
-        forms: XForms,
+        forms: XForms<'_>,
     ) -> Result<Option<HalfCopy>, Error> {
         let shape = LinearShape {
             m,
@@ -210,21 +216,35 @@ impl DevLinear {
             ldy,
             glu,
         };
-        // The int4 launches take addresses still (their extents unchecked here).
-        let (x, y) = (x_span.ptr(), y_span.ptr());
         self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            let scales = at(self.parts.scales);
+            // SAFETY (each `part` below): `placed` hands out the addresses of the image's parts
+            // while the image is in place (resident, or in its acquired slot) for this call.
+            let bias = unsafe { self.part(at, self.parts.bias) };
+            let main = unsafe { self.part(at, Some(self.parts.main)) }.ok_or(Error::Invalid {
+                what: "linear layer",
+                why: "no weight part".into(),
+            })?;
+            let int4 = |zp: Option<usize>| -> Result<Int4Linear<'_>, Error> {
+                Ok(Int4Linear {
+                    packed: main,
+                    // SAFETY: as above.
+                    scales: unsafe { self.part(at, self.parts.scales) }.ok_or(Error::Invalid {
+                        what: "int4 layer",
+                        why: "no scales in its image".into(),
+                    })?,
+                    // SAFETY: as above.
+                    scales_f16: unsafe { self.part(at, self.parts.scales_f16) },
+                    // SAFETY: as above.
+                    zp: unsafe { self.part(at, zp) },
+                    x: x_span,
+                    bias,
+                    y: y_span,
+                })
+            };
             match self.form {
                 Form::Dense { kernel } => {
-                    // SAFETY: `placed` hands out the addresses of the image's parts while the
-                    // image is in place (resident, or in its acquired slot) for this call.
-                    let (w, bias) = unsafe {
-                        let bias = self.parts.bias.map(|o| self.part(at(Some(o)), o));
-                        (self.part(main, self.parts.main), bias)
-                    };
                     let d = DenseLinear {
-                        w,
+                        w: main,
                         x: x_span,
                         bias,
                         y: y_span,
@@ -233,39 +253,22 @@ impl DevLinear {
                 }
                 Form::Int4 {
                     block, int8: true, ..
-                } => ops
-                    .gemv_int4_i8(
-                        (main, scales, at(self.parts.zp_u8)),
-                        block,
-                        x,
-                        (forms.qa, forms.sa),
-                        bias,
-                        y,
-                        shape,
-                        act,
-                    )
-                    .map(|()| None),
+                } => {
+                    let l = int4(self.parts.zp_u8)?;
+                    let scratch = (forms.qa, forms.sa);
+                    ops.gemv_int4_i8(&l, block, scratch, shape, act)
+                        .map(|()| None)
+                }
                 Form::Int4 {
                     block,
                     int8: false,
                     prompt,
                     integral_zp,
-                } => ops.int4_fp32(
-                    ops.blas,
-                    (main, scales, at(self.parts.zp_f32)),
-                    Int4Fp32 {
-                        block,
-                        integral_zp,
-                        scales_f16: at(self.parts.scales_f16),
-                    },
-                    prompt,
-                    x,
-                    bias,
-                    y,
-                    shape,
-                    act,
-                    forms.halves,
-                ),
+                } => {
+                    let l = int4(self.parts.zp_f32)?;
+                    let form = Int4Fp32 { block, integral_zp };
+                    ops.int4_fp32(ops.blas, &l, form, prompt, shape, act, forms.halves)
+                }
             }
         })
     }

@@ -12,7 +12,7 @@ use super::dense::{elementwise_blocks, gemm_blas};
 use super::handle::{Blas, ColMajor};
 use super::slices::dequant_cols_in;
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
-use crate::cuda::kernels::{Int4Fp32, LinearShape, Ops};
+use crate::cuda::kernels::{Int4Fp32, Int4Linear, LinearShape, Ops};
 use crate::cuda::launch::{cfg, int, launch};
 use crate::cuda::memory::DevPtr;
 use crate::error::Error;
@@ -28,12 +28,9 @@ impl Ops<'_> {
     pub fn int4_fp32(
         &self,
         blas: Option<&Blas>,
-        parts: Int4Parts,
+        l: &Int4Linear<'_>,
         form: Int4Fp32,
         prompt: GemmType,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
         s: LinearShape,
         act: i32,
         halves: Halves,
@@ -41,11 +38,12 @@ impl Ops<'_> {
         match gemm_blas(blas, s.m, true) {
             Some(blas) => {
                 let layer = (form.block, form.integral_zp);
+                // The dequantisation and the GEMM read and write what the GEMV would.
+                let [packed, scales, zp, x, bias, y] = l.check("gemm_int4", &s, form.block, 4)?;
+                let parts = (packed, scales, zp);
                 self.gemm_int4(blas, parts, layer, prompt, x, bias, y, s, act, halves)
             }
-            None => self
-                .gemv_int4_f32(parts, form, x, bias, y, s, act)
-                .map(|()| None),
+            None => self.gemv_int4_f32(l, form, s, act).map(|()| None),
         }
     }
 

@@ -21,6 +21,19 @@ pub enum Error {
         /// Why it is rejected.
         why: String,
     },
+    /// A device buffer given to a kernel launch holds fewer values than the launch's dimensions
+    /// make the kernel read or write.
+    #[error("{kernel}: {arg} holds {given} values, the launch needs {needed}")]
+    BadExtent {
+        /// The kernel.
+        kernel: &'static str,
+        /// Which argument.
+        arg: &'static str,
+        /// The values the launch reads or writes through it.
+        needed: usize,
+        /// The values the buffer holds.
+        given: usize,
+    },
     /// A weight the plan names is missing or malformed in the model.
     #[error("model weight {what}: {message}")]
     Model {

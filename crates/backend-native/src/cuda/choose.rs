@@ -3,7 +3,12 @@
 //! the pass left them, and only the 4-byte id comes back, through page-locked memory read
 //! after an explicit stream synchronize.
 
-use crate::cuda::kernels::{ARGMAX_PARTS, DevPtr, Ops, cfg, int, launch, launch_error};
+use crate::cuda::kernels::{ARGMAX_PARTS, Ops};
+
+use crate::cuda::memory::DevPtr;
+use crate::cuda::span::DevSpan;
+
+use crate::cuda::launch::{cfg, int, launch, launch_error};
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pinned::PinnedBuf;
 use crate::error::Error;
@@ -68,11 +73,16 @@ impl Ops<'_> {
     /// to -inf, in place; the grid covers `capacity` ids (fixed, so it can be captured).
     pub fn logits_process(
         &self,
-        logits: DevPtr,
+        logits: DevSpan<'_, f32>,
         n: usize,
-        params: DevPtr,
-        (ids, capacity): (DevPtr, usize),
+        params: DevSpan<'_, i32>,
+        ids: DevSpan<'_, i32>,
     ) -> Result<(), Error> {
+        const K: &str = "logits_process_f32";
+        let capacity = ids.len();
+        let logits = logits.need(K, "logits", n)?;
+        let params = params.need(K, "params", PARAMS)?;
+        let ids = ids.ptr();
         let ni = int("vocab", n)?;
         let blocks = u32::try_from(capacity.div_ceil(PROCESS_THREADS).max(1)).map_err(|_| {
             Error::Invalid {
@@ -88,11 +98,15 @@ impl Ops<'_> {
     /// out[0] = the sampled token of `n` logits with the parameters at `params`.
     pub fn sample(
         &self,
-        logits: DevPtr,
+        logits: DevSpan<'_, f32>,
         n: usize,
-        params: DevPtr,
-        out: DevPtr,
+        params: DevSpan<'_, i32>,
+        out: DevSpan<'_, i32>,
     ) -> Result<(), Error> {
+        const K: &str = "sample_f32";
+        let logits = logits.need(K, "logits", n)?;
+        let params = params.need(K, "params", PARAMS)?;
+        let out = out.need(K, "out", 1)?;
         let ni = int("vocab", n)?;
         let f = self.k.get("sample_f32")?;
         launch!(
@@ -143,7 +157,7 @@ impl Chooser {
         &mut self,
         stream: &Arc<CudaStream>,
         ops: &Ops<'_>,
-        (logits, vocab): (DevPtr, usize),
+        (logits, vocab): (DevSpan<'_, f32>, usize),
         spec: &SamplingSpec<'_>,
         (ids, penalized): (&[i32], usize),
     ) -> Result<(), Error> {
@@ -157,15 +171,16 @@ impl Chooser {
         self.params.write(stream, &params(spec, vocab, penalized))?;
         if !ids.is_empty() {
             self.ids.write(stream, ids)?;
-            let ids = (self.ids.ptr, self.ids.len);
-            ops.logits_process(logits, vocab, self.params.ptr, ids)?;
+            ops.logits_process(logits, vocab, self.params.span(), self.ids.span())?;
         }
         match spec.choice {
             Choice::Greedy => {
-                let parts = (self.parts.0.ptr, self.parts.1.ptr);
-                ops.argmax(logits, vocab, parts, self.out.ptr)?;
+                let parts = (self.parts.0.span(), self.parts.1.span());
+                ops.argmax(logits, vocab, parts, self.out.span())?;
             }
-            Choice::Sample { .. } => ops.sample(logits, vocab, self.params.ptr, self.out.ptr)?,
+            Choice::Sample { .. } => {
+                ops.sample(logits, vocab, self.params.span(), self.out.span())?
+            }
         }
         let dst = self.result.host_ptr().cast_mut();
         // SAFETY: the result allocation is page-locked, at least 4 bytes and owned by `self`,

@@ -13,28 +13,27 @@
 //! before the host waits for it (`decoder/ahead.rs`).
 
 mod ahead;
+mod generation;
+mod shared;
 
 use crate::cuda::blas;
-use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::device::Device;
-use crate::cuda::graph::{Counters, GraphCounters, StepGraph};
-use crate::cuda::kernels::{DevPtr, Kernels, KvKind, Ops, launch_error};
+use crate::cuda::graph::{Counters, GraphCounters};
+use crate::cuda::kernels::{Kernels, KvKind};
 use crate::cuda::model::{DevModel, estimated_bytes};
-use crate::cuda::pager::PagerPass;
 use crate::cuda::residency::{self, Residency};
-use crate::cuda::state::{Buffers, CHUNK, enqueue, estimated_state_bytes};
-use crate::cuda::step_clock::{Point, StepEvents, StepSamples};
+use crate::cuda::state::{Buffers, estimated_state_bytes};
+use crate::cuda::step_clock::StepSamples;
 use crate::error::Error;
-use crate::paging::{Reservation, VramBudget};
+use crate::paging::VramBudget;
 use crate::settings::{self, CudaTuning};
-use ahead::Ahead;
-use cudarc::driver::{CudaEvent, CudaStream};
 use genai_engine::{
-    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
-    StartOptions, StepInput,
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, StartOptions,
 };
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
+use generation::CudaState;
+use shared::{Shared, engine_error};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -56,45 +55,10 @@ pub struct CudaOptions {
     pub tuning: CudaTuning,
 }
 
-struct Shared {
-    device: Device,
-    kernels: Kernels,
-    model: DevModel,
-    residency: Residency,
-    counters: Counters,
-    graph: bool,
-    /// Whether `forward_choose` chooses on the device.
-    device_choice: bool,
-    /// Whether generations run prompts' dense layers as cuBLAS GEMMs.
-    prefill_gemm: bool,
-    /// Whether device-chosen steps enqueue the next step before the host reads the token.
-    run_ahead: bool,
-    /// Highest device memory in use seen (total minus free), sampled where this decoder
-    /// allocates: after load, at each generation's start and after each graph capture.
-    peak_device_bytes: AtomicU64,
-    /// Single-token steps are timed with events (`CudaTuning::step_events`), into these.
-    time_steps: bool,
-    step_samples: StepSamples,
-}
-
-impl Shared {
-    /// Samples the driver's memory figures into the peak.
-    fn sample_memory(&self) {
-        if let Ok((free, total)) = self.device.ctx.mem_get_info() {
-            let used = total.saturating_sub(free) as u64;
-            self.peak_device_bytes.fetch_max(used, Ordering::Relaxed);
-        }
-    }
-}
-
 /// A model loaded on a CUDA device, shared by every generation on it.
 pub struct CudaDecoder {
     shared: Arc<Shared>,
     info: BackendInfo,
-}
-
-fn engine_error(e: Error) -> genai_engine::Error {
-    genai_engine::Error::backend("native", e)
 }
 
 impl CudaDecoder {
@@ -212,73 +176,13 @@ impl CudaDecoder {
     pub fn kernel_origins(&self) -> (usize, usize) {
         (self.shared.kernels.compiled, self.shared.kernels.cached)
     }
-
-    fn start_state(&self, options: &StartOptions) -> Result<CudaState, Error> {
-        if options.batch != 1 {
-            return Err(Error::Invalid {
-                what: "batch",
-                why: format!(
-                    "batch size {} is not supported yet: the native CUDA decoder runs one sequence",
-                    options.batch
-                ),
-            });
-        }
-        let stream = self
-            .shared
-            .device
-            .ctx
-            .new_stream()
-            .map_err(|e| Error::Cuda {
-                what: "stream",
-                message: format!("{e:?}"),
-            })?;
-        let model = &self.shared.model;
-        let reservation = match &self.shared.residency.budget {
-            Some(budget) => {
-                let gemm = self.shared.prefill_gemm;
-                let tuning = &self.shared.kernels.tuning;
-                let bytes = Buffers::bytes(model, options.max_length, gemm, tuning) as u64;
-                Some(budget.reserve(bytes).map_err(|_| Error::Invalid {
-                    what: "VRAM budget",
-                    why: format!(
-                        "this generation's KV cache and workspace ({:.2} GB for max_length {}) do \
-                         not fit in what is left of the VRAM budget ({:.2} GB); lower max_length \
-                         or raise the budget",
-                        bytes as f64 / 1e9,
-                        options.max_length,
-                        budget.available() as f64 / 1e9
-                    ),
-                })?)
-            }
-            None => None,
-        };
-        let (gemm, tuning) = (self.shared.prefill_gemm, &self.shared.kernels.tuning);
-        let buffers = Buffers::new(&stream, model, options.max_length, gemm, tuning)?;
-        self.shared.sample_memory();
-        let clock = if self.shared.time_steps {
-            Some(StepEvents::new(&self.shared.device.ctx)?)
-        } else {
-            None
-        };
-        Ok(CudaState {
-            shared: Arc::clone(&self.shared),
-            stream,
-            buffers,
-            _reservation: reservation,
-            graph: None,
-            graph_failed: false,
-            len: 0,
-            chooser: None,
-            clock,
-            ahead: None,
-            ready_event: None,
-        })
-    }
 }
 
 impl Decoder for CudaDecoder {
     fn start(&self, options: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
-        Ok(Box::new(self.start_state(options).map_err(engine_error)?))
+        Ok(Box::new(
+            CudaState::start(&self.shared, options).map_err(engine_error)?,
+        ))
     }
 
     fn info(&self) -> &BackendInfo {
@@ -344,288 +248,5 @@ impl CudaDecoder {
                 .then(|| stats.streamed_bytes as f64 / (stats.copy_ms / 1e3) / 1e9),
             h2d_peak_gbs: summary.h2d_bytes_per_s / 1e9,
         })
-    }
-}
-
-/// One generation: its device buffers, KV cache, graph and position.
-struct CudaState {
-    shared: Arc<Shared>,
-    stream: Arc<CudaStream>,
-    buffers: Buffers,
-    /// Its share of the VRAM budget, returned when the generation ends.
-    _reservation: Option<Reservation>,
-    graph: Option<StepGraph>,
-    graph_failed: bool,
-    len: usize,
-    /// The device choice's buffers, made at its first use.
-    chooser: Option<Chooser>,
-    /// Timing events of single-token steps, when asked for (`step_clock.rs`).
-    clock: Option<StepEvents>,
-    /// The step enqueued ahead of the host, if any (`decoder/ahead.rs`).
-    ahead: Option<Ahead>,
-    /// Recorded after a choice's copy when a step is enqueued behind it: what the host waits
-    /// for then.
-    ready_event: Option<CudaEvent>,
-}
-
-impl CudaState {
-    /// Enqueues one forward pass over `m` tokens, with the pager's copies when weights stream.
-    fn pass(&self, m: usize, capturing: bool) -> Result<(), Error> {
-        let s = &self.shared;
-        let pass = s
-            .residency
-            .pager
-            .as_ref()
-            .map(|pager| PagerPass::begin(pager, &self.stream, capturing))
-            .transpose()?;
-        let ops = Ops {
-            k: &s.kernels,
-            stream: &self.stream,
-            pager: pass.as_ref(),
-            // The pager's copies and event waits sit between kernels: plain launches then.
-            pdl: s.kernels.pdl && pass.is_none(),
-            blas: self.buffers.blas.as_ref(),
-        };
-        enqueue(&ops, &s.model, &self.buffers, m)?;
-        pass.map_or(Ok(()), PagerPass::end)
-    }
-
-    fn run(&mut self, tokens: &[i32]) -> Result<Vec<f32>, Error> {
-        let shared = Arc::clone(&self.shared);
-        let s = &shared;
-        // Generations on this decoder share the streaming slots: one pass sequence at a time.
-        let _slots = s.residency.pager.as_ref().map(|p| p.lock());
-        self.mark(tokens.len(), Point::Start);
-        self.passes(tokens)?;
-        self.mark(tokens.len(), Point::KernelsEnd);
-        // The logits' copy waits for the host, so the choice (on the host) falls in the gap.
-        self.mark(tokens.len(), Point::End);
-        let mut logits = vec![0.0f32; s.model.vocab];
-        self.buffers.logits.read(&self.stream, &mut logits)?;
-        self.finish(tokens.len())?;
-        Ok(logits)
-    }
-
-    /// Runs the passes, then chooses on the device with the processing ids `ids` (from
-    /// `process_ids`): only the id comes back.
-    fn run_choose(
-        &mut self,
-        tokens: &[i32],
-        spec: &SamplingSpec<'_>,
-        ids: (&[i32], usize),
-    ) -> Result<i32, Error> {
-        let shared = Arc::clone(&self.shared);
-        let s = &shared;
-        let _slots = s.residency.pager.as_ref().map(|p| p.lock());
-        self.mark(tokens.len(), Point::Start);
-        self.passes(tokens)?;
-        self.mark(tokens.len(), Point::KernelsEnd);
-        // After the step (a graph launch or eager kernels): plain launches.
-        let ops = Ops {
-            k: &s.kernels,
-            stream: &self.stream,
-            pager: None,
-            pdl: false,
-            blas: None,
-        };
-        let logits = (self.buffers.logits.ptr, s.model.vocab);
-        let mut chooser = self.chooser.take().ok_or(Error::Invalid {
-            what: "device choice",
-            why: "no buffers".into(),
-        })?;
-        let chosen = chooser
-            .enqueue(&self.stream, &ops, logits, spec, ids)
-            .and_then(|()| {
-                self.mark(tokens.len(), Point::End);
-                self.wait_for_choice(tokens.len(), chooser.chosen_ptr())
-            })
-            .and_then(|()| chooser.read());
-        self.chooser = Some(chooser);
-        let token = chosen?;
-        self.ahead_runs_on(token);
-        Ok(token)
-    }
-
-    /// Waits until the chosen id has been copied to the host: after enqueueing the next step
-    /// on it when that step may run ahead (then for the event before that step), else for the
-    /// whole stream.
-    fn wait_for_choice(&mut self, tokens: usize, chosen: DevPtr) -> Result<(), Error> {
-        match self.enqueue_ahead(self.len + tokens, chosen)? {
-            Some(ready) => ready.synchronize().map_err(launch_error("token choice")),
-            None => self.finish(tokens),
-        }
-    }
-
-    /// Waits for the step (an explicit synchronize: what the host reads next was copied on
-    /// this stream) and does its accounting.
-    fn finish(&mut self, tokens: usize) -> Result<(), Error> {
-        let s = &self.shared;
-        self.stream
-            .synchronize()
-            .map_err(launch_error("forward pass"))?;
-        if let Some(clock) = &mut self.clock {
-            if tokens != 1 {
-                clock.break_chain();
-            } else if let Some(split) = clock.take() {
-                s.step_samples.push(split);
-            }
-        }
-        if tokens == 1
-            && let Some(pager) = &s.residency.pager
-        {
-            pager.account_pass();
-        }
-        Ok(())
-    }
-
-    /// Records `point` of a single-token step when steps are timed.
-    fn mark(&mut self, tokens: usize, point: Point) {
-        if let Some(clock) = self.clock.as_mut().filter(|_| tokens == 1) {
-            clock.mark(point, &self.stream);
-        }
-    }
-
-    /// Captures the single-token step's graph if the generation has none yet (and may have
-    /// one). A capture that fails is counted with its reason and leaves the generation eager.
-    fn capture_step(&mut self) {
-        let s = Arc::clone(&self.shared);
-        if s.graph && !self.graph_failed && self.graph.is_none() {
-            match StepGraph::capture(&self.stream, || self.pass(1, true)) {
-                Ok(graph) => {
-                    s.counters.captured();
-                    self.graph = Some(graph);
-                    // Instantiating the graph takes device memory; steps take none.
-                    s.sample_memory();
-                }
-                Err(e) => {
-                    s.counters
-                        .fallback(format!("decode-step capture failed: {e}"));
-                    self.graph_failed = true;
-                }
-            }
-        }
-    }
-
-    /// Enqueues the forward passes over `tokens` (the graph for a single token), unless the
-    /// step ahead is that step.
-    fn passes(&mut self, tokens: &[i32]) -> Result<(), Error> {
-        if self.take_ahead(tokens) {
-            self.shared.counters.took_ahead();
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let s = &shared;
-        let mut past = self.len;
-        for chunk in tokens.chunks(CHUNK) {
-            let m = chunk.len();
-            self.buffers.ids.write(&self.stream, chunk)?;
-            self.buffers.write_step(&self.stream, past, m)?;
-            if m == 1 {
-                self.capture_step();
-            }
-            self.mark(tokens.len(), Point::Launch);
-            match (&self.graph, m) {
-                (Some(graph), 1) => {
-                    graph.launch()?;
-                    s.counters.replayed();
-                }
-                _ => {
-                    self.pass(m, false)?;
-                    if m == 1 {
-                        s.counters.eager_step();
-                    }
-                }
-            }
-            past += m;
-        }
-        Ok(())
-    }
-
-    /// The checks of a step's input against the cache.
-    fn check_input(&self, input: &StepInput<'_>) -> genai_engine::Result<()> {
-        let past = input.total_len.checked_sub(input.new_len);
-        if past != Some(self.len) {
-            return Err(genai_engine::Error::InvalidState(format!(
-                "step starts at position {} but the KV cache holds {}",
-                input.total_len.saturating_sub(input.new_len),
-                self.len
-            )));
-        }
-        if input.tokens.len() != input.new_len || input.new_len == 0 {
-            return Err(genai_engine::Error::backend(
-                "native",
-                "batch size 1 with at least one new token expected",
-            ));
-        }
-        let vocab = self.shared.model.vocab;
-        if let Some((i, &id)) = input
-            .tokens
-            .iter()
-            .enumerate()
-            .find(|&(_, &id)| id < 0 || id as usize >= vocab)
-        {
-            return Err(genai_engine::Error::TokenOutOfRange {
-                id: i64::from(id),
-                position: self.len + i,
-                vocab_size: vocab,
-            });
-        }
-        let limit = self.buffers.capacity.min(self.shared.model.max_positions);
-        if input.total_len > limit {
-            return Err(engine_error(Error::Invalid {
-                what: "sequence",
-                why: format!(
-                    "{} positions exceed the KV cache's {} (or the model's {} positions)",
-                    input.total_len, self.buffers.capacity, self.shared.model.max_positions
-                ),
-            }));
-        }
-        Ok(())
-    }
-}
-
-impl DecodeBackend for CudaState {
-    fn forward(&mut self, input: &StepInput<'_>) -> genai_engine::Result<Vec<f32>> {
-        self.check_input(input)?;
-        let logits = self.run(input.tokens).map_err(engine_error)?;
-        self.len = input.total_len;
-        Ok(logits)
-    }
-
-    fn forward_choose(
-        &mut self,
-        input: &StepInput<'_>,
-        spec: &SamplingSpec<'_>,
-    ) -> genai_engine::Result<Option<i32>> {
-        if !self.shared.device_choice || spec.no_repeat_ngram != 0 {
-            return Ok(None);
-        }
-        self.check_input(input)?;
-        if self.chooser.is_none() {
-            let chooser = Chooser::new(&self.stream, self.buffers.capacity);
-            self.chooser = Some(chooser.map_err(engine_error)?);
-        }
-        // The distinct penalised ids, computed once per step (the whole sequence's).
-        let (ids, penalized) = process_ids(spec);
-        if !self.chooser.as_ref().is_some_and(|c| c.fits(ids.len())) {
-            return Ok(None);
-        }
-        let token = self
-            .run_choose(input.tokens, spec, (&ids, penalized))
-            .map_err(engine_error)?;
-        self.len = input.total_len;
-        Ok(Some(token))
-    }
-
-    fn rewind_to(&mut self, len: usize) -> genai_engine::Result<()> {
-        // Positions past `len` are overwritten by the next steps; the graph reads the position
-        // from device memory, so it stays valid. A step ahead is not taken after a rewind.
-        self.ahead = None;
-        self.len = len.min(self.len);
-        Ok(())
-    }
-
-    fn cached_len(&self) -> usize {
-        self.len
     }
 }

@@ -6,8 +6,9 @@
 
 use crate::cuda::device::Device;
 use crate::cuda::kernels::{
-    Int4Fp32, Kernels, LinearShape, OneRow, Ops, RowKernel, launch_error as cuda,
+    DenseLinear, Int4Fp32, Int4Linear, Kernels, LinearShape, OneRow, Ops, RowKernel,
 };
+use crate::cuda::launch::launch_error as cuda;
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use std::time::Instant;
@@ -193,8 +194,6 @@ pub fn time_gemvs(
     let ops = Ops {
         k: &kernels,
         stream: &stream,
-        pager: None,
-        blas: None,
         pdl: kernels.pdl,
     };
     let mut out = Vec::new();
@@ -249,8 +248,13 @@ pub fn time_gemvs(
                 });
                 for plan in plans {
                     let timing = time_graph(&stream, launches, reps, |i| {
-                        let w = copies_w[i % copies].ptr;
-                        ops.gemv_one_row("gemv_f16", w, x.ptr, 0, y.ptr, shape, 0, plan)
+                        let d = DenseLinear {
+                            w: copies_w[i % copies].span().as_bytes(),
+                            x: x.span(),
+                            bias: None,
+                            y: y.span(),
+                        };
+                        ops.gemv_one_row("gemv_f16", &d, shape, 0, plan)
                     })?;
                     let blocks = shape.decode_grid(plan.split)?.0 as usize;
                     record(
@@ -286,19 +290,20 @@ pub fn time_gemvs(
                     ops.int4_one_row(&shape, INT4_BLOCK, true, half_scales, None)?;
                 let timing = time_graph(&stream, launches, reps, |i| {
                     let (packed, scales, scales_f16, zp) = &parts[i % copies];
-                    ops.gemv_int4_f32(
-                        (packed.ptr, scales.ptr, zp.as_ref().map_or(0, |z| z.ptr)),
-                        Int4Fp32 {
-                            block: INT4_BLOCK,
-                            integral_zp: true,
-                            scales_f16: scales_f16.as_ref().map_or(0, |s| s.ptr),
-                        },
-                        x.ptr,
-                        0,
-                        y.ptr,
-                        shape,
-                        0,
-                    )
+                    let l = Int4Linear {
+                        packed: packed.span(),
+                        scales: scales.span(),
+                        scales_f16: scales_f16.as_ref().map(DevBuf::span),
+                        zp: zp.as_ref().map(|z| z.span().as_bytes()),
+                        x: x.span(),
+                        bias: None,
+                        y: y.span(),
+                    };
+                    let form = Int4Fp32 {
+                        block: INT4_BLOCK,
+                        integral_zp: true,
+                    };
+                    ops.gemv_int4_f32(&l, form, shape, 0)
                 })?;
                 record(kernel, split, true, config.grid_dim.0 as usize, timing);
             }

@@ -5,7 +5,7 @@
 //! and the image: one linear layer as one contiguous, aligned byte block, which is what sits in
 //! device memory (resident) or in page-locked host memory (streamed into a slot every step).
 
-use crate::cuda::blas::GemmType;
+use crate::cuda::kernels::GemmType;
 use crate::cuda::kernels::int4_mma_form;
 use crate::error::Error;
 use genai_frontend::{Int4Weight as PlanInt4, Linear, Table, Tensor, Weight, WeightDType};

@@ -1,10 +1,12 @@
 //! Device buffers: an owned cudarc allocation with its raw address, which the kernels and the
 //! captured graph use directly (addresses are fixed for the buffer's life).
 
-use crate::cuda::kernels::DevPtr;
 use crate::error::Error;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
 use std::sync::Arc;
+
+/// A device address (0 for an absent optional argument).
+pub(crate) type DevPtr = u64;
 
 /// An allocation of `len` values of `T` (at least one, so the address is never 0).
 pub(crate) struct DevBuf<T> {
@@ -46,17 +48,6 @@ impl<T: DeviceRepr + ValidAsZeroBits> DevBuf<T> {
             ptr
         };
         DevBuf { slice, ptr, len }
-    }
-
-    /// The address of value `offset` (an error past the end).
-    pub fn at(&self, offset: usize) -> Result<DevPtr, Error> {
-        if offset > self.len {
-            return Err(Error::Invalid {
-                what: "device offset",
-                why: format!("{offset} is past a buffer of {}", self.len),
-            });
-        }
-        Ok(self.ptr + (offset * std::mem::size_of::<T>()) as u64)
     }
 
     /// Copies `host` to the start of the buffer (stream-ordered).

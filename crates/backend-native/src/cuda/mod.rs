@@ -13,13 +13,16 @@ pub mod gemv_timing;
 mod graph;
 mod host;
 mod kernels;
+mod launch;
 mod memory;
 mod model;
 mod pager;
+mod pass;
 mod pinned;
 mod residency;
 #[cfg(feature = "lab")]
 pub mod selftest;
+mod span;
 mod state;
 mod step_clock;
 #[cfg(feature = "lab")]

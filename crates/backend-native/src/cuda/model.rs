@@ -2,9 +2,9 @@
 //! lives (device memory, a streaming slot, or mapped host memory), as the residency plan says.
 
 use crate::cuda::host::{HostLinear, table, tensor_f32};
-use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
 use crate::cuda::pinned::PinnedBuf;
+use crate::cuda::span::DevSpan;
 use crate::cuda::weights::DevLinear;
 use crate::error::Error;
 use crate::paging::{WeightKind, WeightUse};
@@ -35,8 +35,9 @@ impl DevNorm {
         })
     }
 
-    pub fn bias_ptr(&self) -> u64 {
-        self.bias.as_ref().map_or(0, |b| b.ptr)
+    /// The bias as a span, if the norm has one.
+    pub fn bias_span(&self) -> Option<DevSpan<'_, f32>> {
+        self.bias.as_ref().map(DevBuf::span)
     }
 }
 
@@ -133,10 +134,17 @@ pub(crate) struct DevTable {
 }
 
 impl DevTable {
-    pub fn ptr(&self) -> Result<DevPtr, Error> {
+    /// The placed table as a span of its `[vocab, hidden]` values.
+    pub fn span(&self) -> Result<DevSpan<'_, f32>, Error> {
         match &self.home {
-            TableHome::Device(b) => Ok(b.ptr),
-            TableHome::Mapped(p) => p.device_ptr(),
+            TableHome::Device(b) => Ok(b.span()),
+            TableHome::Mapped(p) => {
+                let values = p.len() / std::mem::size_of::<f32>();
+                // SAFETY: the mapped allocation holds the table's f32 values (`place` copied
+                // them, `len` bytes at least their size) and lives as long as `self`, which
+                // the span borrows.
+                Ok(unsafe { DevSpan::from_raw(p.device_ptr()?, values) })
+            }
             TableHome::Pending(_) => Err(Error::Invalid {
                 what: "embedding",
                 why: "used before it was placed".into(),

@@ -4,8 +4,8 @@
 //! decode step stays one CUDA graph with its copies inside. Timing events around every copy and
 //! every wait measure the link's achieved bandwidth and the compute stalled on copies.
 
-use crate::cuda::kernels::DevPtr;
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::cuda::pinned::PinnedBuf;
 use crate::error::Error;
 use crate::paging::{PagerOp, PassSchedule, slot_of};

@@ -3,7 +3,7 @@
 //! hold copies from it), and, mapped into the device's address space, tables the kernels read
 //! in place.
 
-use crate::cuda::kernels::DevPtr;
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 use cudarc::driver::{CudaContext, DeviceRepr, sys};
 use std::ffi::c_void;

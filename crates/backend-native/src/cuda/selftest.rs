@@ -6,110 +6,27 @@
 
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cpu::threads::ThreadPool;
-use crate::cuda::blas::{GemmType, HalfCopy};
 use crate::cuda::device::Device;
-use crate::cuda::kernels::{
-    ARGMAX_PARTS, Kernels, KvCache, KvKind, Ops, PromptAttention, PromptKernel,
-};
+use crate::cuda::kernels::{ARGMAX_PARTS, Kernels, KvCache, KvKind, PromptAttention, PromptKernel};
+use crate::cuda::kernels::{GemmType, HalfCopy};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 use crate::settings::CudaTuning;
-use cudarc::driver::CudaStream;
+use common::{Ctx, Rng, rel};
 use halves::host_half;
-use std::sync::Arc;
 
+mod common;
 mod decode;
 mod epilogue;
 mod gemm;
+mod gemm_check;
 mod gemm_int4;
 mod halves;
 mod int4;
 mod linear;
 mod sampling;
 
-/// One check's outcome.
-#[derive(Debug, Clone)]
-pub struct Check {
-    pub name: String,
-    /// Largest |cuda - cpu| relative to the largest |cpu| value.
-    pub rel_diff: f32,
-    pub limit: f32,
-}
-
-impl Check {
-    pub fn pass(&self) -> bool {
-        self.rel_diff <= self.limit
-    }
-}
-
-/// A small seeded generator (xorshift), values in [-1, 1).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n)
-            .map(|_| (self.0.wrapping_mul(31) >> 3) as u8 ^ self.next().to_bits() as u8)
-            .collect()
-    }
-}
-
-fn rel(got: &[f32], want: &[f32]) -> f32 {
-    let scale = want.iter().fold(1e-30f32, |m, v| m.max(v.abs()));
-    let diff = got.iter().zip(want).fold(0f32, |m, (a, b)| {
-        if a.is_nan() != b.is_nan() {
-            f32::INFINITY
-        } else {
-            m.max((a - b).abs())
-        }
-    });
-    diff / scale
-}
-
-struct Ctx {
-    stream: Arc<CudaStream>,
-    kernels: Kernels,
-    pool: ThreadPool,
-}
-
-impl Ctx {
-    fn ops(&self) -> Ops<'_> {
-        Ops {
-            k: &self.kernels,
-            stream: &self.stream,
-            pager: None,
-            pdl: self.kernels.pdl,
-            blas: None,
-        }
-    }
-    fn up<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
-        &self,
-        v: &[T],
-    ) -> Result<DevBuf<T>, Error> {
-        DevBuf::from_host(&self.stream, v)
-    }
-    fn down<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Clone + Default>(
-        &self,
-        b: &DevBuf<T>,
-        n: usize,
-    ) -> Result<Vec<T>, Error> {
-        let mut v = vec![T::default(); n];
-        b.read(&self.stream, &mut v)?;
-        self.stream.synchronize().map_err(|e| Error::Cuda {
-            what: "sync",
-            message: format!("{e:?}"),
-        })?;
-        Ok(v)
-    }
-}
+pub use common::Check;
 
 /// Runs every check on device `ordinal`, the kernels loaded under `tuning` (their rules and
 /// definitions; `CudaTuning::default()` for what ships).
@@ -290,7 +207,7 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
     for t in 0..m {
         qkv[t * ld..t * ld + heads * hs].copy_from_slice(&q[t * heads * hs..(t + 1) * heads * hs]);
     }
-    let splits = cap.div_ceil(crate::cuda::state::ATTN_CHUNK);
+    let splits = cap.div_ceil(crate::cuda::kernels::ATTN_CHUNK);
     let (dq, dk, dv, step) = (
         c.up(&qkv)?,
         decode::kv_up(c, &kc, kv)?,
@@ -298,8 +215,8 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
         c.up(&[past as i32, m as i32, 0, 0])?,
     );
     let cache = KvCache {
-        k: dk.ptr,
-        v: dv.ptr,
+        k: dk.span(),
+        v: dv.span(),
         capacity: cap,
         kind: kv,
     };
@@ -308,14 +225,14 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
     let counts = DevBuf::<i32>::zeros(&c.stream, m * heads)?;
     let ops = c.ops();
     let a = PromptAttention {
-        qkv: dq.ptr,
+        qkv: dq.span(),
         ld,
         cache,
-        step: step.ptr,
-        part: part.ptr,
+        step: step.span(),
+        part: part.span(),
         splits,
-        counts: counts.ptr,
-        out: out.ptr,
+        counts: counts.span(),
+        out: out.span(),
         m,
         heads,
         kv_heads,
@@ -419,7 +336,8 @@ fn argmax(c: &Ctx, rng: &mut Rng) -> Result<Check, Error> {
     let (dv, out) = (c.up(&v)?, DevBuf::<i32>::zeros(&c.stream, 1)?);
     let pv = DevBuf::<f32>::zeros(&c.stream, ARGMAX_PARTS)?;
     let pi = DevBuf::<i32>::zeros(&c.stream, ARGMAX_PARTS)?;
-    c.ops().argmax(dv.ptr, v.len(), (pv.ptr, pi.ptr), out.ptr)?;
+    c.ops()
+        .argmax(dv.span(), v.len(), (pv.span(), pi.span()), out.span())?;
     let mut got = [0i32];
     out.read(&c.stream, &mut got)?;
     let diff = if got[0] as usize == want {

@@ -3,23 +3,23 @@
 //! generation and the position is read from device memory (`step[0]`), so the sequence for one
 //! token can be captured once as a CUDA graph and replayed at any position.
 
-use crate::cuda::blas::{Blas, GemmScratch, GemmType, HalfCopy, Halves, common_half};
+use crate::cuda::blas::{Blas, GemmScratch};
+
 use crate::cuda::host::Form;
 use crate::cuda::kernels::{
-    DecodeCall, DecodeHeads, DevPtr, KvCache, KvKind, Ops, PromptAttention,
+    ATTN_CHUNK, CHUNK, DecodeCall, DecodeHeads, Embedding, KvCache, KvKind, NormRows,
+    PromptAttention, RotaryAppend, SkipNorm,
 };
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves, common_half};
 use crate::cuda::memory::DevBuf;
-use crate::cuda::model::{DevLayer, DevModel, DevNorm};
+use crate::cuda::model::{DevLayer, DevModel, DevNorm, DevRotary};
+use crate::cuda::pass::Pass;
+use crate::cuda::span::DevSpan;
 use crate::cuda::weights::{DevLinear, XForms};
 use crate::error::Error;
 use crate::settings::CudaTuning;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
-
-/// Most tokens one forward pass takes; longer prompts run in chunks.
-pub(crate) const CHUNK: usize = 256;
-/// Positions one attention split covers (`ATTN_CHUNK` in kernels/attention.cu).
-pub(crate) const ATTN_CHUNK: usize = 32;
 
 /// Device buffers of one generation.
 pub(crate) struct Buffers {
@@ -254,7 +254,12 @@ impl Buffers {
 
 /// Enqueues one forward pass over `m` new tokens (ids and step already on the device) ending
 /// with the last token's logits in `b.logits`. No allocation, host sync or copy.
-pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) -> Result<(), Error> {
+pub(crate) fn enqueue(
+    ops: &Pass<'_>,
+    model: &DevModel,
+    b: &Buffers,
+    m: usize,
+) -> Result<(), Error> {
     if m == 0 || m > CHUNK {
         return Err(Error::Invalid {
             what: "tokens",
@@ -264,8 +269,8 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
     let act = model.act;
     let hidden = model.hidden;
     let scratch = XForms {
-        qa: b.qa.ptr,
-        sa: b.sa.ptr,
+        qa: b.qa.span(),
+        sa: b.sa.span(),
         halves: Halves::default(),
     };
     // Where the kernel writing the hidden rows for `consumers` also writes them rounded to 16
@@ -274,23 +279,34 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         let types = consumers.iter().map(|(p, _)| p.prompt_gemm(ops, m));
         ops.half_copy(m, hidden, common_half(types))
     };
-    ops.embedding(
-        model.embedding.ptr()?,
-        model.positions.as_ref().map_or(0, |p| p.ptr),
-        b.ids.ptr,
-        b.step.ptr,
-        b.x.ptr,
-        (m, hidden, model.vocab),
-        model.embedding_scale,
+    ops.embedding(&Embedding {
+        table: model.embedding.span()?,
+        positions: model.positions.as_ref().map(DevBuf::span),
+        ids: b.ids.span(),
+        step: b.step.span(),
+        x: b.x.span(),
+        m,
+        hidden,
+        vocab: model.vocab,
+        scale: model.embedding_scale,
         act,
-    )?;
+    })?;
     // x += delta (when given), then normed = norm(x), over the m hidden rows, also written
     // rounded to 16 bits where `half` says; what normed's readers get besides it.
-    let residual_norm = |n: &DevNorm, delta: DevPtr, half: Option<HalfCopy>| {
-        let rows = (m, hidden, 1, hidden);
-        let (w, bias) = (n.weight.ptr, n.bias_ptr());
-        let norm = (n.eps, n.rms, true, act);
-        ops.skip_norm_half(b.x.ptr, delta, (w, bias), b.normed.ptr, rows, norm, half)?;
+    let residual_norm = |n: &DevNorm, delta: Option<&DevBuf<f32>>, half: Option<HalfCopy>| {
+        let norm = SkipNorm {
+            x: b.x.span(),
+            delta: delta.map(DevBuf::span),
+            weight: n.weight.span(),
+            bias: n.bias_span(),
+            out: b.normed.span(),
+            rows: NormRows::packed(m, hidden),
+            eps: n.eps,
+            rms: n.rms,
+            write_sum: true,
+            act,
+        };
+        ops.skip_norm_half(&norm, half)?;
         let halves = Halves { x: half, y: None };
         Ok::<_, Error>(XForms { halves, ..scratch })
     };
@@ -312,21 +328,21 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
             ops,
             input.x,
             input.width,
-            b.delta.ptr,
+            b.delta.span(),
             hidden,
             m,
             act_p,
             forms,
         )?;
-        residual_norm(n, b.delta.ptr, half)
+        residual_norm(n, Some(&b.delta), half)
     };
     // The first norm has no residual to add (with no layers, the final norm).
     let mut forms = match model.layers.first() {
-        Some(l) => residual_norm(&l.attn_norm, 0, hidden_half(&l.qkv.parts))?,
-        None => residual_norm(&model.final_norm, 0, None)?,
+        Some(l) => residual_norm(&l.attn_norm, None, hidden_half(&l.qkv.parts))?,
+        None => residual_norm(&model.final_norm, None, None)?,
     };
     for (i, (layer, (kc, vc))) in model.layers.iter().zip(&b.kv).enumerate() {
-        let attn = attention_block(ops, model, layer, b, (kc.ptr, vc.ptr), m, forms)?;
+        let attn = attention_block(ops, model, layer, b, (kc.span(), vc.span()), m, forms)?;
         let mlp_half = hidden_half(&layer.mlp.parts);
         forms = linear_then_norm(&layer.output, attn, act, &layer.mlp_norm, mlp_half)?;
         // The next norm feeds the next layer's qkv, or after the last layer the lm_head (one
@@ -338,8 +354,8 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
         // The MLP runs in f32 (as the CPU decoder): its linears round nothing.
         forms = linear_then_norm(&layer.mlp.down, h, 0, norm, half)?;
     }
-    let last = b.normed.at((m - 1) * hidden)?;
-    let y = (b.logits.ptr, model.vocab);
+    let last = b.normed.span_from((m - 1) * hidden)?;
+    let y = (b.logits.span(), model.vocab);
     model
         .lm_head
         .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
@@ -348,27 +364,27 @@ pub(crate) fn enqueue(ops: &Ops<'_>, model: &DevModel, b: &Buffers, m: usize) ->
 
 /// A linear's input: x `[m, width]` and its half copy where the kernel writing it made one.
 #[derive(Debug, Clone, Copy)]
-struct Input {
-    x: DevPtr,
+struct Input<'a> {
+    x: DevSpan<'a, f32>,
     width: usize,
     half: Option<HalfCopy>,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn attention_block(
-    ops: &Ops<'_>,
+fn attention_block<'a>(
+    ops: &Pass<'_>,
     model: &DevModel,
     l: &DevLayer,
-    b: &Buffers,
-    (k_cache, v_cache): (DevPtr, DevPtr),
+    b: &'a Buffers,
+    (k_cache, v_cache): (DevSpan<'a, u8>, DevSpan<'a, u8>),
     m: usize,
-    forms: XForms,
-) -> Result<Input, Error> {
+    forms: XForms<'_>,
+) -> Result<Input<'a>, Error> {
     let act = model.act;
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
-        let y = (b.qkv.at(*col)?, ld);
-        p.run_glu(ops, (b.normed.ptr, hidden), y, m, act, -1, forms)?;
+        let y = (b.qkv.span_from(*col)?, ld);
+        p.run_glu(ops, (b.normed.span(), hidden), y, m, act, -1, forms)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -376,21 +392,35 @@ fn attention_block(
     ];
     for (norm, col, heads) in heads_norm {
         if let Some(n) = norm {
-            let x = b.qkv.at(col)?;
-            let rows = (m * heads, hs, heads, ld);
-            let (w, bias) = (n.weight.ptr, n.bias_ptr());
-            ops.skip_norm(x, 0, w, bias, x, rows, n.eps, n.rms, false, act)?;
+            let x = b.qkv.span_from(col)?;
+            ops.skip_norm(&SkipNorm {
+                x,
+                delta: None,
+                weight: n.weight.span(),
+                bias: n.bias_span(),
+                out: x,
+                rows: NormRows {
+                    rows: m * heads,
+                    width: hs,
+                    per_row: heads,
+                    ld,
+                },
+                eps: n.eps,
+                rms: n.rms,
+                write_sum: false,
+                act,
+            })?;
         }
     }
-    let (cos_sin, rot) = match (&model.rotary, l.rotary) {
-        (Some(r), true) => ((r.cos.ptr, r.sin.ptr), (r.rotary_dim, r.interleaved)),
+    let rotary = match (&model.rotary, l.rotary) {
+        (Some(r), true) => Some(r),
         (None, true) => {
             return Err(Error::Invalid {
                 what: "rotary",
                 why: "the plan has no rotary caches".into(),
             });
         }
-        (_, false) => ((0, 0), (0, false)),
+        (_, false) => None,
     };
     let cache = KvCache {
         k: k_cache,
@@ -409,13 +439,13 @@ fn attention_block(
     let half = if m == 1 && ops.k.decode_fits(&decode) {
         // One launch: rotary, the KV append and attention (a decode step, graph-captured).
         ops.attention_decode(&DecodeCall {
-            qkv: b.qkv.ptr,
-            step: b.step.ptr,
-            rotary: (cos_sin.0, cos_sin.1, rot.0, rot.1),
+            qkv: b.qkv.span(),
+            step: b.step.span(),
+            rotary: rotary.map(|r| (r.cos.span(), r.sin.span(), r.rotary_dim, r.interleaved)),
             cache,
-            part: (b.part.ptr, b.part.len),
-            counts: (b.counts.ptr, b.counts.len),
-            out: b.attn.ptr,
+            part: b.part.span(),
+            counts: b.counts.span(),
+            out: b.attn.span(),
             heads: decode,
             scale: l.scale,
             window: l.window,
@@ -425,41 +455,48 @@ fn attention_block(
         None
     } else {
         let want = ops.half_copy(m, width, common_half([l.output.prompt_gemm(ops, m)]));
-        attention_chunk(ops, l, b, cache, (cos_sin, rot), m, (act, want))?
+        attention_chunk(ops, l, b, cache, rotary, m, (act, want))?
     };
     Ok(Input {
-        x: b.attn.ptr,
+        x: b.attn.span(),
         width,
         half,
     })
 }
 
-/// A layer's rotary caches (cos, sin) and (rotary_dim, interleaved); (0, 0), (0, false): none.
-type Rotary = ((DevPtr, DevPtr), (usize, bool));
-
 /// Rotary + KV append, then attention, for a chunk of prompt tokens (two launches and a
 /// merge); the output's half copy where the merge wrote the one `half` asks for.
 fn attention_chunk(
-    ops: &Ops<'_>,
+    ops: &Pass<'_>,
     l: &DevLayer,
     b: &Buffers,
-    cache: KvCache,
-    (cos_sin, rot): Rotary,
+    cache: KvCache<'_>,
+    rotary: Option<&DevRotary>,
     m: usize,
     (act, half): (i32, Option<HalfCopy>),
 ) -> Result<Option<HalfCopy>, Error> {
     let (ld, hs) = (l.qkv_width(), l.head_size);
-    let dims = (m, l.heads, l.kv_heads, hs);
-    ops.rotary_append(b.qkv.ptr, ld, b.step.ptr, cos_sin, dims, rot, cache, act)?;
+    ops.rotary_append(&RotaryAppend {
+        qkv: b.qkv.span(),
+        ld,
+        step: b.step.span(),
+        rotary: rotary.map(|r| (r.cos.span(), r.sin.span(), r.rotary_dim, r.interleaved)),
+        m,
+        heads: l.heads,
+        kv_heads: l.kv_heads,
+        hs,
+        cache,
+        act,
+    })?;
     ops.attention(&PromptAttention {
-        qkv: b.qkv.ptr,
+        qkv: b.qkv.span(),
         ld,
         cache,
-        step: b.step.ptr,
-        part: b.part.ptr,
+        step: b.step.span(),
+        part: b.part.span(),
         splits: b.splits,
-        counts: b.counts.ptr,
-        out: b.attn.ptr,
+        counts: b.counts.span(),
+        out: b.attn.span(),
         m,
         heads: l.heads,
         kv_heads: l.kv_heads,
@@ -474,39 +511,39 @@ fn attention_chunk(
 
 /// The feed-forward block in f32 (as the CPU decoder runs it) up to the down projection:
 /// the down projection's input (with its half copy where a GLU GEMM's epilogue wrote one).
-fn mlp_block(
-    ops: &Ops<'_>,
+fn mlp_block<'a>(
+    ops: &Pass<'_>,
     l: &DevLayer,
-    b: &Buffers,
+    b: &'a Buffers,
     m: usize,
-    forms: XForms,
-) -> Result<Input, Error> {
+    forms: XForms<'_>,
+) -> Result<Input<'a>, Error> {
     let mlp = &l.mlp;
     let w = mlp.width;
     if let [(p, 0)] = mlp.parts.as_slice()
         && mlp.glu
     {
-        let (x, h) = ((b.normed.ptr, p.k), (b.h.ptr, w));
+        let (x, h) = ((b.normed.span(), p.k), (b.h.span(), w));
         let y = ops.half_copy(m, w, common_half([mlp.down.prompt_gemm(ops, m)]));
         let halves = Halves { y, ..forms.halves };
         let half = p.run_glu(ops, x, h, m, 0, mlp.activation, XForms { halves, ..forms })?;
         return Ok(Input {
-            x: b.h.ptr,
+            x: b.h.span(),
             width: w,
             half,
         });
     }
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
-        let y = (b.gu.at(*col)?, gu_ld);
-        p.run_glu(ops, (b.normed.ptr, p.k), y, m, 0, -1, forms)?;
+        let y = (b.gu.span_from(*col)?, gu_ld);
+        p.run_glu(ops, (b.normed.span(), p.k), y, m, 0, -1, forms)?;
     }
     let down_in = if mlp.gated {
-        ops.gated(b.gu.ptr, b.h.ptr, m, w, mlp.activation)?;
-        b.h.ptr
+        ops.gated(b.gu.span(), b.h.span(), (m, w), mlp.activation)?;
+        b.h.span()
     } else {
-        ops.activate(b.gu.ptr, m * w, mlp.activation)?;
-        b.gu.ptr
+        ops.activate(b.gu.span(), m * w, mlp.activation)?;
+        b.gu.span()
     };
     Ok(Input {
         x: down_in,

@@ -10,7 +10,7 @@
 //! host's turn between two steps. Recording costs a few microseconds of host time a step, so
 //! the switch is off by default.
 
-use crate::cuda::kernels::launch_error as cuda;
+use crate::cuda::launch::launch_error as cuda;
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys};
 use genai_engine::StepClock;

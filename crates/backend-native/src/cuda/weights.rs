@@ -2,11 +2,14 @@
 //! (resident) or in page-locked host memory, copied by the pager into its fixed device slot
 //! before every use (streamed); the launch reads the parts at fixed offsets from that base.
 
-use crate::cuda::blas::{GemmType, HalfCopy, Halves};
 use crate::cuda::host::{Form, HostLinear, Image, Parts};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops};
+use crate::cuda::kernels::{DenseLinear, Int4Fp32, Int4Linear, LinearShape};
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::memory::DevPtr;
 use crate::cuda::pager::Pager;
+use crate::cuda::pass::Pass;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use genai_frontend::Linear;
@@ -38,9 +41,9 @@ pub(crate) struct DevLinear {
 /// `[rows, kp]` and `sa` `[rows, blocks]`), and the half copies around a prompt GEMM (`halves`: x rounded to 16 bits by the kernel that wrote it, and where
 /// the GEMM's epilogue writes y so for the GEMM after it).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct XForms {
-    pub qa: DevPtr,
-    pub sa: DevPtr,
+pub(crate) struct XForms<'a> {
+    pub qa: DevSpan<'a, i8>,
+    pub sa: DevSpan<'a, f32>,
     pub halves: Halves,
 }
 
@@ -144,6 +147,24 @@ impl DevLinear {
         }
     }
 
+    /// The image's values of `T` from byte `offset` (a part's, if it has one) to its end, at
+    /// the address `at` gives for that offset.
+    ///
+    /// # Safety
+    /// `at` must give the device address of a byte offset of this layer's image while the
+    /// image is in place (resident, or in the slot the pager filled for this pass) for the
+    /// span's use (what [`DevLinear::placed`] hands out).
+    unsafe fn part<T>(
+        &self,
+        at: &dyn Fn(Option<usize>) -> DevPtr,
+        offset: Option<usize>,
+    ) -> Option<DevSpan<'_, T>> {
+        let offset = offset?;
+        let values = self.bytes.saturating_sub(offset) / std::mem::size_of::<T>();
+        // SAFETY: the caller's guarantee; the image holds `bytes` bytes from its base.
+        Some(unsafe { DevSpan::from_raw(at(Some(offset)), values) })
+    }
+
     /// Int8 scratch this layer needs per row: (quantized values, block scales).
     pub fn quant_scratch(&self) -> (usize, usize) {
         match self.form {
@@ -161,14 +182,14 @@ impl DevLinear {
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
-        ops: &Ops<'_>,
-        x: DevPtr,
+        ops: &Pass<'_>,
+        x: DevSpan<'_, f32>,
         ldx: usize,
-        y: DevPtr,
+        y: DevSpan<'_, f32>,
         ldy: usize,
         m: usize,
         act: i32,
-        forms: XForms,
+        forms: XForms<'_>,
     ) -> Result<Option<HalfCopy>, Error> {
         self.run_glu(ops, (x, ldx), (y, ldy), m, act, -1, forms)
     }
@@ -179,13 +200,13 @@ impl DevLinear {
     #[allow(clippy::too_many_arguments)]
     pub fn run_glu(
         &self,
-        ops: &Ops<'_>,
-        (x, ldx): (DevPtr, usize),
-        (y, ldy): (DevPtr, usize),
+        ops: &Pass<'_>,
+        (x_span, ldx): (DevSpan<'_, f32>, usize),
+        (y_span, ldy): (DevSpan<'_, f32>, usize),
         m: usize,
         act: i32,
         glu: i32,
-        forms: XForms,
+        forms: XForms<'_>,
     ) -> Result<Option<HalfCopy>, Error> {
         let shape = LinearShape {
             m,
@@ -196,46 +217,58 @@ impl DevLinear {
             glu,
         };
         self.placed(ops, |at| {
-            let (bias, main) = (at(self.parts.bias), at(Some(self.parts.main)));
-            let scales = at(self.parts.scales);
+            // SAFETY (each `part` below): `placed` hands out the addresses of the image's parts
+            // while the image is in place (resident, or in its acquired slot) for this call.
+            let bias = unsafe { self.part(at, self.parts.bias) };
+            let main = unsafe { self.part(at, Some(self.parts.main)) }.ok_or(Error::Invalid {
+                what: "linear layer",
+                why: "no weight part".into(),
+            })?;
+            let int4 = |zp: Option<usize>| -> Result<Int4Linear<'_>, Error> {
+                Ok(Int4Linear {
+                    packed: main,
+                    // SAFETY: as above.
+                    scales: unsafe { self.part(at, self.parts.scales) }.ok_or(Error::Invalid {
+                        what: "int4 layer",
+                        why: "no scales in its image".into(),
+                    })?,
+                    // SAFETY: as above.
+                    scales_f16: unsafe { self.part(at, self.parts.scales_f16) },
+                    // SAFETY: as above.
+                    zp: unsafe { self.part(at, zp) },
+                    x: x_span,
+                    bias,
+                    y: y_span,
+                })
+            };
             match self.form {
                 Form::Dense { kernel } => {
-                    ops.dense(kernel, main, x, bias, y, shape, act, forms.halves)
+                    let d = DenseLinear {
+                        w: main,
+                        x: x_span,
+                        bias,
+                        y: y_span,
+                    };
+                    ops.dense(ops.blas, kernel, &d, shape, act, forms.halves)
                 }
                 Form::Int4 {
                     block, int8: true, ..
-                } => ops
-                    .gemv_int4_i8(
-                        (main, scales, at(self.parts.zp_u8)),
-                        block,
-                        x,
-                        (forms.qa, forms.sa),
-                        bias,
-                        y,
-                        shape,
-                        act,
-                    )
-                    .map(|()| None),
+                } => {
+                    let l = int4(self.parts.zp_u8)?;
+                    let scratch = (forms.qa, forms.sa);
+                    ops.gemv_int4_i8(&l, block, scratch, shape, act)
+                        .map(|()| None)
+                }
                 Form::Int4 {
                     block,
                     int8: false,
                     prompt,
                     integral_zp,
-                } => ops.int4_fp32(
-                    (main, scales, at(self.parts.zp_f32)),
-                    Int4Fp32 {
-                        block,
-                        integral_zp,
-                        scales_f16: at(self.parts.scales_f16),
-                    },
-                    prompt,
-                    x,
-                    bias,
-                    y,
-                    shape,
-                    act,
-                    forms.halves,
-                ),
+                } => {
+                    let l = int4(self.parts.zp_f32)?;
+                    let form = Int4Fp32 { block, integral_zp };
+                    ops.int4_fp32(ops.blas, &l, form, prompt, shape, act, forms.halves)
+                }
             }
         })
     }
@@ -251,7 +284,7 @@ impl DevLinear {
 
     /// The type of the GEMM `m` rows of this layer run here, if they run through one (as
     /// `Ops::dense` and `Ops::int4_fp32` choose): what a half copy of its x should hold.
-    pub fn prompt_gemm(&self, ops: &Ops<'_>, m: usize) -> Option<GemmType> {
+    pub fn prompt_gemm(&self, ops: &Pass<'_>, m: usize) -> Option<GemmType> {
         match self.form {
             Form::Dense { kernel } => ops.gemm_blas(m, false).and(GemmType::of(kernel)),
             Form::Int4 {
@@ -273,7 +306,7 @@ impl DevLinear {
     /// (0 for an absent part).
     fn placed<T>(
         &self,
-        ops: &Ops<'_>,
+        ops: &Pass<'_>,
         launch: impl FnOnce(&dyn Fn(Option<usize>) -> DevPtr) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let index = self.streamed_index();
@@ -292,8 +325,8 @@ impl DevLinear {
 #[cfg(test)]
 mod tests {
     use super::DevLinear;
-    use crate::cuda::blas::GemmType;
     use crate::cuda::host::{HostLinear, HostWeight};
+    use crate::cuda::kernels::GemmType;
 
     /// The layer with f32 scales only (`GENAI_BRIDGE_INT4_SCALES=f32`).
     fn int4(n: usize, k: usize, int8: bool, zero_points: bool) -> DevLinear {

@@ -8,38 +8,42 @@
 //! (kernels/int4_skinny.cu: the same rounded weights, dequantised in the kernel's own loads).
 //! CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
-use super::{Blas, ColMajor, GemmType, HalfCopy, Halves, dequant_cols_in, elementwise_blocks};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape, Ops, cfg, int, launch};
+use super::dense::{elementwise_blocks, gemm_blas};
+use super::handle::{Blas, ColMajor};
+use super::slices::dequant_cols_in;
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
+use crate::cuda::kernels::{Int4Fp32, Int4Linear, LinearShape, Ops};
+use crate::cuda::launch::{cfg, int, launch};
+use crate::cuda::memory::DevPtr;
 use crate::error::Error;
 
 /// A MatMulNBits weight on the device: packed data, f32 scales, f32 zero points (0: none).
 pub(crate) type Int4Parts = (DevPtr, DevPtr, DevPtr);
 
 impl Ops<'_> {
-    /// A CompFp32 MatMulNBits layer: through cuBLAS for `MIN_ROWS` rows or more when this pass
-    /// has a handle with a dequantisation scratch, else the GEMV kernels. Returns y's half copy
+    /// A CompFp32 MatMulNBits layer: through cuBLAS for `MIN_ROWS` rows or more when the pass
+    /// has a handle (`blas`) with a dequantisation scratch, else the GEMV kernels. Returns y's half copy
     /// if the GEMM wrote it.
     #[allow(clippy::too_many_arguments)]
     pub fn int4_fp32(
         &self,
-        parts: Int4Parts,
+        blas: Option<&Blas>,
+        l: &Int4Linear<'_>,
         form: Int4Fp32,
         prompt: GemmType,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
         s: LinearShape,
         act: i32,
         halves: Halves,
     ) -> Result<Option<HalfCopy>, Error> {
-        match self.gemm_blas(s.m, true) {
+        match gemm_blas(blas, s.m, true) {
             Some(blas) => {
                 let layer = (form.block, form.integral_zp);
+                // The dequantisation and the GEMM read and write what the GEMV would.
+                let [packed, scales, zp, x, bias, y] = l.check("gemm_int4", &s, form.block, 4)?;
+                let parts = (packed, scales, zp);
                 self.gemm_int4(blas, parts, layer, prompt, x, bias, y, s, act, halves)
             }
-            None => self
-                .gemv_int4_f32(parts, form, x, bias, y, s, act)
-                .map(|()| None),
+            None => self.gemv_int4_f32(l, form, s, act).map(|()| None),
         }
     }
 

@@ -1,7 +1,10 @@
 //! CPU checks of the GEMM plumbing: the column-major call computes our row-major product, the
 //! scratch sizing, the dense kernels' types, and a missing cuBLAS reported without a panic.
 
-use super::*;
+use super::handle::cublas_available;
+use super::handle::{ColMajor, GemmScratch, WORKSPACE_BYTES};
+use super::slices::dequant_cols_in;
+use crate::cuda::kernels::{CHUNK, GemmType, HalfCopy, common_half};
 
 /// The default slice width (`CudaTuning::dequant_values`).
 const DEQUANT: usize = crate::settings::DEQUANT_DEFAULT_MI << 20;

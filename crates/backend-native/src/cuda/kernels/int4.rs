@@ -2,10 +2,11 @@
 //! tensor-core `kernels/int4_mma.cu`), several rows through `kernels/int4.cu`; and the one-row
 //! kernels' split rule.
 
-use super::{
-    DEC_COLS, DEC_WARPS, DevPtr, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, int, launch,
-    stage_bytes,
-};
+use super::ops::Ops;
+use super::shape::{DEC_COLS, DEC_WARPS, LinearShape, TARGET_WARPS, stage_bytes};
+use crate::cuda::launch::{cfg, grid_dim, int, launch};
+use crate::cuda::memory::DevPtr;
+use crate::cuda::span::{DevSpan, need_opt};
 use crate::error::Error;
 use cudarc::driver::LaunchConfig;
 
@@ -26,7 +27,44 @@ const ROUND_VALUES: usize = 2 * I4D_LOADS * WARP_VALUES;
 pub struct Int4Fp32 {
     pub block: usize,
     pub integral_zp: bool,
-    pub scales_f16: DevPtr,
+}
+
+/// The buffers of one MatMulNBits linear: the packed weight `[n, nb, block / 2]` bytes, its
+/// scales `[n, nb]` (f32, and as f16 bits where the layer's image keeps them: `Int4Fp32`),
+/// its zero points one a block (as bytes: f32 for CompFp32, u8 for CompInt8), x `[m, ldx]`,
+/// the bias `[n]`, y `[m, ldy]`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Int4Linear<'a> {
+    pub packed: DevSpan<'a, u8>,
+    pub scales: DevSpan<'a, f32>,
+    pub scales_f16: Option<DevSpan<'a, u16>>,
+    pub zp: Option<DevSpan<'a, u8>>,
+    pub x: DevSpan<'a, f32>,
+    pub bias: Option<DevSpan<'a, f32>>,
+    pub y: DevSpan<'a, f32>,
+}
+
+impl Int4Linear<'_> {
+    /// The addresses (packed, f32 scales, zero points or 0, x, bias or 0, y), each checked to
+    /// hold what `kernel` reads or writes over `s` in blocks of `block` with zero points of
+    /// `zp_bytes` bytes each.
+    pub(crate) fn check(
+        &self,
+        kernel: &'static str,
+        s: &LinearShape,
+        block: usize,
+        zp_bytes: usize,
+    ) -> Result<[DevPtr; 6], Error> {
+        let blocks = s.n * s.k.div_ceil(block);
+        Ok([
+            self.packed.need(kernel, "packed", blocks * block / 2)?,
+            self.scales.need(kernel, "scales", blocks)?,
+            need_opt(self.zp, kernel, "zero points", blocks * zp_bytes)?,
+            self.x.need(kernel, "x", s.x_extent())?,
+            need_opt(self.bias, kernel, "bias", s.n)?,
+            self.y.need(kernel, "y", s.y_extent())?,
+        ])
+    }
 }
 
 /// MatMulNBits block sizes the int4 kernels take (32-value chunks cover one or two blocks).
@@ -79,30 +117,22 @@ impl LinearShape {
 impl Ops<'_> {
     /// MatMulNBits linear, dequantising to f32 (CompFp32); one row may run on the tensor cores
     /// (`gemv_decode_int4_mma*`, on the f16 scales where the layer has them) as `form` allows.
-    #[allow(clippy::too_many_arguments)]
     pub fn gemv_int4_f32(
         &self,
-        parts: (DevPtr, DevPtr, DevPtr),
+        l: &Int4Linear<'_>,
         form: Int4Fp32,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
-        self.gemv_int4_f32_entry(parts, form, x, bias, y, s, act, None)
+        self.gemv_int4_f32_entry(l, form, s, act, None)
     }
 
     /// [`Ops::gemv_int4_f32`], with the tensor-core entry forced deep or wide where `wide` says
     /// (the self-test runs both).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemv_int4_f32_entry(
         &self,
-        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        l: &Int4Linear<'_>,
         form: Int4Fp32,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
         s: LinearShape,
         act: i32,
         wide: Option<bool>,
@@ -110,15 +140,22 @@ impl Ops<'_> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let block = form.block;
         let bs = check_block(block)?;
+        let [packed, scales, zp, x, bias, y] = l.check("gemv_int4_f32", &s, block, 4)?;
         check_packed(packed)?;
         if s.m == 1 {
             // The tensor-core kernels take the scalar one's arguments (`_s16`: f16 scales).
-            let half = form.scales_f16 != 0;
+            let half = l.scales_f16.is_some();
             let (name, config, split, mma) =
                 self.int4_one_row(&s, block, form.integral_zp, half, wide)?;
             let f = self.k.get(name)?;
             let split = int("split", split)?;
-            let scales = if mma && half { form.scales_f16 } else { scales };
+            let scales = match l.scales_f16 {
+                Some(half_scales) if mma && half => {
+                    let blocks = s.n * s.k.div_ceil(block);
+                    half_scales.need(name, "f16 scales", blocks)?
+                }
+                _ => scales,
+            };
             return launch!(
                 self, f, config, &packed, &scales, &zp, &x, &bias, &y, &n, &k, &bs, &split, &s.glu,
                 &act
@@ -148,6 +185,12 @@ impl Ops<'_> {
         )
     }
 
+    /// Whether one row of a CompFp32 layer of this shape runs on the tensor cores here
+    /// (`Int4Mma::fits`).
+    pub(crate) fn int4_mma_fits(&self, s: &LinearShape, block: usize, integral_zp: bool) -> bool {
+        self.k.int4_mma.fits(s, block, integral_zp)
+    }
+
     /// The kernel, launch and split of one CompFp32 int4 row of this shape, and whether it is
     /// the tensor-core kernel: that where it fits (on the f16 scales where `half`: the layer
     /// has them; `wide` forces its entry), else `gemv_decode_int4_f32`.
@@ -160,7 +203,7 @@ impl Ops<'_> {
         wide: Option<bool>,
     ) -> Result<(&'static str, LaunchConfig, usize, bool), Error> {
         if self.int4_mma_fits(s, block, integral_zp) {
-            let (name, config, split) = self.int4_mma_config(s, block, half, wide)?;
+            let (name, config, split) = self.k.int4_mma.config(s, block, half, wide)?;
             Ok((name, config, split, true))
         } else {
             let split = s.decode_split_int4();
@@ -171,22 +214,23 @@ impl Ops<'_> {
 
     /// MatMulNBits linear with int8 activations (CompInt8): quantizes x into `qa`/`sa`, then
     /// the integer products.
-    #[allow(clippy::too_many_arguments)]
     pub fn gemv_int4_i8(
         &self,
-        (packed, scales, zp): (DevPtr, DevPtr, DevPtr),
+        l: &Int4Linear<'_>,
         block: usize,
-        x: DevPtr,
-        (qa, sa): (DevPtr, DevPtr),
-        bias: DevPtr,
-        y: DevPtr,
+        (qa, sa): (DevSpan<'_, i8>, DevSpan<'_, f32>),
         s: LinearShape,
         act: i32,
     ) -> Result<(), Error> {
         let (m, k, n, ldx, ldy, split) = s.check()?;
         let bs = check_block(block)?;
+        let [packed, scales, zp, x, bias, y] = l.check("gemv_int4_i8", &s, block, 1)?;
         check_packed(packed)?;
         let nb = s.k.div_ceil(block);
+        // quantize_blocks_f32: rows of nb blocks of int8 values and their scales.
+        let rows = s.m.max(1);
+        let qa = qa.need("quantize_blocks_f32", "qa", rows * nb * block)?;
+        let sa = sa.need("quantize_blocks_f32", "sa", rows * nb)?;
         let f = self.k.get("quantize_blocks_f32")?;
         let grid = (grid_dim("blocks", nb)?, grid_dim("rows", s.m)?, 1);
         launch!(self, f, cfg(grid, 32, 0), &x, &ldx, &k, &bs, &qa, &sa)?;

@@ -2,7 +2,8 @@
 //! later, a power-of-two block size of 32 or more, integer zero points, x staged in the shared
 //! memory the device grants), its split rule and grid, and the shared-memory opt-in at load.
 
-use super::{LinearShape, Ops, TARGET_WARPS, cfg, grid_dim, opt_in_shared};
+use super::shape::{LinearShape, TARGET_WARPS};
+use crate::cuda::launch::{cfg, grid_dim, opt_in_shared};
 use crate::error::Error;
 use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, sys};
 use std::collections::HashMap;
@@ -132,19 +133,17 @@ pub(crate) fn int4_mma_form(block: usize, integral_zp: bool) -> bool {
     integral_zp && block >= 32 && block.is_power_of_two()
 }
 
-impl Ops<'_> {
+impl Int4Mma {
     /// Whether one row of a CompFp32 layer of this shape runs on the tensor cores here:
     /// `integral_zp` says the zero points are integers (or absent).
-    pub(crate) fn int4_mma_fits(&self, s: &LinearShape, block: usize, integral_zp: bool) -> bool {
-        s.m == 1
-            && int4_mma_form(block, integral_zp)
-            && stage_bytes(s.k, block) <= self.k.int4_mma.shared
+    pub(crate) fn fits(&self, s: &LinearShape, block: usize, integral_zp: bool) -> bool {
+        s.m == 1 && int4_mma_form(block, integral_zp) && stage_bytes(s.k, block) <= self.shared
     }
 
     /// The entry and launch of the tensor-core kernel for one row of this shape (the
     /// arguments of `gemv_decode_int4_f32`; `half`: on the f16 scales; `wide` forces the entry)
     /// and its split.
-    pub(super) fn int4_mma_config(
+    pub(super) fn config(
         &self,
         s: &LinearShape,
         block: usize,
@@ -158,7 +157,7 @@ impl Ops<'_> {
             what: "int4 layer",
             why: format!("k = {} is too long to stage", s.k),
         })?;
-        let entry = self.k.int4_mma.entry(blocks, half, wide);
+        let entry = self.entry(blocks, half, wide);
         Ok((entry, cfg(grid, (32 * WARPS) as u32, shared), split))
     }
 }

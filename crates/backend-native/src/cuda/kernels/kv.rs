@@ -3,7 +3,9 @@
 //! rounded to it (the rotated keys and the qkv projection's values), so an f16 or bf16 cache holds
 //! the numbers an f32 one would, in half the device memory and half the bytes each step reads.
 
-use super::{DevPtr, int};
+use crate::cuda::launch::int;
+use crate::cuda::memory::DevPtr;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// Element kind of a KV cache; its code is the kernels' `kv` argument (the codes of `act`).
@@ -74,18 +76,30 @@ impl KvKind {
 
 /// A layer's keys and values on the device, `[kv_heads, capacity, head_size]` each, of one kind.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct KvCache {
-    pub k: DevPtr,
-    pub v: DevPtr,
+pub(crate) struct KvCache<'a> {
+    /// Bytes of keys and of values.
+    pub k: DevSpan<'a, u8>,
+    pub v: DevSpan<'a, u8>,
     pub capacity: usize,
     pub kind: KvKind,
 }
 
-impl KvCache {
-    /// The kernels' arguments: keys, values, capacity and the kind's code.
-    pub fn args(&self) -> Result<(DevPtr, DevPtr, i32, i32), Error> {
+impl KvCache<'_> {
+    /// The kernels' arguments: keys, values, capacity and the kind's code; each cache checked
+    /// to hold `[kv_heads, capacity, hs]` values of its kind (what `kernel` indexes).
+    pub fn args(
+        &self,
+        kernel: &'static str,
+        kv_heads: usize,
+        hs: usize,
+    ) -> Result<(DevPtr, DevPtr, i32, i32), Error> {
+        let bytes = kv_heads * self.capacity * hs * self.kind.bytes();
+        let (k, v) = (
+            self.k.need(kernel, "k_cache", bytes)?,
+            self.v.need(kernel, "v_cache", bytes)?,
+        );
         let capacity = int("capacity", self.capacity)?;
-        Ok((self.k, self.v, capacity, self.kind.code()))
+        Ok((k, v, capacity, self.kind.code()))
     }
 }
 

@@ -1,14 +1,14 @@
 //! The one-row (decode-step) dense linear layers: which entry of a dense linear kernel a launch
 //! takes (`gemv_decode_*`, `gemv_decode_pipe_*` or `gemv_decode_shared_*`) and at which split,
-//! the rules behind that choice (`CudaTuning::decode_gemv`), and the launch itself. Every
+//! the plans behind that choice (`CudaTuning::decode_gemv`; the rules that pick them are
+//! `plans.rs`, the launch `gemv_one_row.rs`). Every
 //! entry gives the same bits at the same split; the rules only move time.
 
-use super::{
-    DEC_COLS, DEC_WARPS, DevPtr, Error, Kernels, LinearShape, Ops, TARGET_WARPS, cfg, grid_dim,
-    int, launch, shared,
-};
-use crate::settings::{self, RowPlan};
-use cudarc::driver::CudaFunction;
+use super::shape::{DEC_COLS, DEC_WARPS, LinearShape, TARGET_WARPS, weight_bytes};
+use super::shared;
+use crate::cuda::launch::grid_dim;
+use crate::error::Error;
+use crate::settings::RowPlan;
 use std::collections::HashMap;
 
 /// The plans the tuning's `GENAI_BRIDGE_ROW_PLAN` names, by (n, k).
@@ -25,7 +25,7 @@ pub(super) fn row_plans(named: &[RowPlan]) -> HashMap<(usize, usize), OneRow> {
 
 /// The one-row linear layers' rule (`CudaTuning::decode_gemv`; unset: `Shared`, widened to
 /// `SharedWalk` for a model whose layers' dense linears can all run on the shared entry,
-/// [`Kernels::fit_gemv_rule`]): `Pipe` is the rule `Shared` builds on, `Shared` the narrow
+/// `Kernels::fit_gemv_rule`): `Pipe` is the rule `Shared` builds on, `Shared` the narrow
 /// default (CUDA_NOTES rounds 18-19).
 pub(crate) use crate::settings::DecodeGemvRule as DecodeGemv;
 
@@ -140,11 +140,6 @@ impl OneRow {
     }
 }
 
-/// Bytes a weight value of a dense linear kernel `kind` takes.
-fn weight_bytes(kind: &'static str) -> usize {
-    if kind == "gemv_f32" { 4 } else { 2 }
-}
-
 impl LinearShape {
     /// One row of x, `k` inputs, `n` outputs, rows packed.
     pub(crate) fn one_row(n: usize, k: usize, glu: i32) -> LinearShape {
@@ -178,170 +173,6 @@ impl LinearShape {
     /// The grid of a one-row launch with `split` warps per column pair.
     pub(crate) fn decode_grid(&self, split: usize) -> Result<(u32, u32, u32), Error> {
         Ok((grid_dim("gemv columns", self.decode_blocks(split))?, 1, 1))
-    }
-}
-
-impl Kernels {
-    /// The walk or pipelined plan of a one-row dense launch of `kind` over `s` before any
-    /// shared entry, and the walk kernel's resident block count.
-    fn base_plan(&self, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
-        let resident = |name| self.resident.get(name).copied().unwrap_or(0);
-        let walk = resident(decode_kernel(kind));
-        let plan = s.one_row_plan(walk, resident(decode_pipe_kernel(kind)));
-        (plan, walk)
-    }
-
-    /// The plan `rule` gives a one-row dense launch of `kind` over `s`, and the walk kernel's
-    /// resident block count.
-    fn plan_under(&self, rule: DecodeGemv, kind: &'static str, s: &LinearShape) -> (OneRow, usize) {
-        let (plan, walk) = self.base_plan(kind, s);
-        if let Some(&named) = self.row_plans.get(&(s.n, s.k)) {
-            return (named, walk);
-        }
-        let walked = plan.via == RowKernel::Walk;
-        let plan = match rule {
-            DecodeGemv::SharedWalk if walked => self.shared_plan(kind, s, plan),
-            DecodeGemv::Shared if walked && !s.walk_in_flight(plan.split, walk) => {
-                self.shared_plan(kind, s, plan)
-            }
-            _ => plan,
-        };
-        (plan, walk)
-    }
-
-    /// The kernel and split (warps per column pair) the decode rule gives a one-row dense
-    /// launch of `kind`.
-    pub(crate) fn one_row_plan(&self, kind: &'static str, s: &LinearShape) -> OneRow {
-        self.plan_under(self.decode_gemv, kind, s).0
-    }
-
-    /// The route's line for the one-row dense linears: the rule, and the plans
-    /// `GENAI_BRIDGE_ROW_PLAN` names over it (with any pairs it ignored).
-    pub(crate) fn describe_one_row(&self) -> String {
-        let mut line = format!("one-row dense linears: the {:?} rule", self.decode_gemv);
-        if !self.row_plans.is_empty() {
-            let mut named: Vec<String> = self
-                .row_plans
-                .iter()
-                .map(|(&(n, k), p)| format!("{n}x{k}={}:{}", p.via.name(), p.split))
-                .collect();
-            named.sort();
-            line += &format!(", {} over it: {}", settings::ROW_PLAN, named.join(","));
-        }
-        line
-    }
-
-    /// Sets the decode attention's rule for a model (after [`Kernels::fit_gemv_rule`]) from
-    /// the qkv launch before each attention (`qkv`: kernel and shape of each layer's last qkv
-    /// part): merges through global memory and a trigger after the wait where any is
-    /// [`ragged`] (`DecodeDevice::mode`). An int4 qkv counts as not ragged (not measured).
-    pub(crate) fn fit_attention_rule(
-        &mut self,
-        qkv: impl IntoIterator<Item = (&'static str, LinearShape)>,
-    ) {
-        let ragged_qkv = qkv.into_iter().any(|(kind, s)| {
-            let (plan, walk) = self.plan_under(self.decode_gemv, kind, &s);
-            ragged(&s, plan, walk)
-        });
-        self.decode.ragged_qkv = ragged_qkv;
-    }
-
-    /// Fits the default rule (no `CudaTuning::decode_gemv`) to a model: [`DecodeGemv::SharedWalk`]
-    /// where [`widens`] says so of the plans it would give its layers' one-row dense launches
-    /// (`linears`: each kernel and shape), else it stays [`DecodeGemv::Shared`].
-    pub(crate) fn fit_gemv_rule(
-        &mut self,
-        linears: impl IntoIterator<Item = (&'static str, LinearShape)>,
-    ) {
-        if self.decode_gemv_named || self.decode_gemv != DecodeGemv::Shared {
-            return;
-        }
-        let plans = linears
-            .into_iter()
-            .map(|(kind, s)| self.plan_under(DecodeGemv::SharedWalk, kind, &s).0);
-        if widens(plans) {
-            self.decode_gemv = DecodeGemv::SharedWalk;
-        }
-    }
-}
-
-impl Ops<'_> {
-    /// One row of a dense linear through the entry `plan.via` names (`gemv_decode_*`,
-    /// `gemv_decode_pipe_*` or `gemv_decode_shared_*`) with `plan.split` warps per column pair
-    /// (1, 2 or 4; [`Kernels::one_row_plan`] gives the rule's).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gemv_one_row(
-        &self,
-        kind: &'static str,
-        w: DevPtr,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
-        s: LinearShape,
-        act: i32,
-        plan: OneRow,
-    ) -> Result<(), Error> {
-        let at = self.one_row_frame("one-row linear", Some(plan.kernel(kind)), &s, plan)?;
-        let shared = plan.shared_bytes(kind, &s);
-        if shared > self.k.shared_limit() {
-            return Err(Error::Invalid {
-                what: "one-row linear",
-                why: format!("{s:?} with {plan:?} takes {shared} bytes of shared memory"),
-            });
-        }
-        launch!(
-            self,
-            at.f,
-            cfg(at.grid, 32 * DEC_WARPS as u32, shared as u32),
-            &w,
-            &x,
-            &bias,
-            &y,
-            &at.n,
-            &at.k,
-            &at.split,
-            &s.glu,
-            &act
-        )
-    }
-}
-
-/// What every one-row dense launch passes besides its buffers: the entry, the grid, and
-/// (n, k, split) as kernel ints.
-pub(crate) struct OneRowFrame<'a> {
-    pub f: &'a CudaFunction,
-    pub grid: (u32, u32, u32),
-    pub n: i32,
-    pub k: i32,
-    pub split: i32,
-}
-
-impl<'a> Ops<'a> {
-    /// The frame of one row of `s` through `entry` with `plan`: an error naming `what` when
-    /// there is no entry (the family has none for this plan or shape), the shape is not one
-    /// valid row, or the split does not divide a block's warps.
-    pub(crate) fn one_row_frame(
-        &self,
-        what: &'static str,
-        entry: Option<&'static str>,
-        s: &LinearShape,
-        plan: OneRow,
-    ) -> Result<OneRowFrame<'a>, Error> {
-        let (_, k, n, _, _, _) = s.check()?;
-        let entry = entry.filter(|_| s.m == 1 && DEC_WARPS.is_multiple_of(plan.split));
-        let Some(entry) = entry else {
-            return Err(Error::Invalid {
-                what,
-                why: format!("{s:?} with {plan:?}"),
-            });
-        };
-        Ok(OneRowFrame {
-            f: self.k.get(entry)?,
-            grid: s.decode_grid(plan.split)?,
-            n,
-            k,
-            split: int("split", plan.split)?,
-        })
     }
 }
 

@@ -1,221 +1,29 @@
-//! Prompt attention (more than one token a step, or heads the decode kernel does not take):
-//! which kernel runs, its shared memory, grid and launch. Three kernels, best first:
-//! - `attention_mma_*` (kernels/attention_mma.cu): tensor cores, for a KV cache in the
-//!   activations' half precision on sm_80 and later; 64 rows a block, 16 a warp, over one of
-//!   [`mma_spans`] spans of the pass's positions.
-//! - `attention_tiled_f32` (kernels/attention.cu): a block stages one split's keys and values
-//!   once for 16 tokens and every query head of a KV head; any cache kind.
-//! - `attention_f32`: one block per 32 positions, head and token, for head sizes whose stage
-//!   does not fit, and as the A/B side of `CudaTuning::prompt_attention`.
-//!
-//! The first two write per-split partials that `attention_merge_f32` merges.
+//! The prompt-attention launch: one call's buffers and scalars ([`PromptAttention`]), the
+//! kernel `prompt_device.rs` picks for it here, and the launch with its merge.
 
-use super::{
-    DevPtr, KvCache, KvKind, Ops, cfg, dynamic_shared_max, grid_dim, int, launch, launch_raw, param,
-};
-use crate::cuda::blas::HalfCopy;
-use crate::cuda::state::ATTN_CHUNK;
+use super::chunk::ATTN_CHUNK;
+use super::halves::HalfCopy;
+use super::kv::{KvCache, KvKind};
+use super::ops::Ops;
+use super::prompt_device::*;
+use crate::cuda::launch::{cfg, grid_dim, int, launch, launch_raw, param};
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
-use crate::settings::{self, CudaTuning};
-use cudarc::driver::{CudaContext, CudaFunction};
-use std::collections::HashMap;
-
-/// Tokens one tiled block takes (`AT_TOKENS`).
-const TOKENS: usize = 16;
-/// Warps per tiled block (`AT_WARPS`).
-const WARPS: usize = 8;
-/// Rows ((token, head) pairs) one tensor-core block takes (`AM_ROWS`), 16 a warp.
-const MMA_ROWS: usize = 64;
-/// Threads of a tensor-core block (`AM_WARPS * 32`).
-const MMA_THREADS: usize = MMA_ROWS / 16 * 32;
-/// Keys a tensor-core stage holds (`AM_KEYS`).
-const MMA_KEYS: usize = 32;
-/// Tensor-core blocks an SM is planned for where the driver cannot say how many fit at once
-/// (which sets how many spans a pass's keys are cut into): four of head size 128 fit an H200 SM.
-const MMA_BLOCKS_PER_SM: usize = 4;
-/// Most positions one tensor-core block covers: one f32 running sum over longer spans drifts
-/// past 1e-5 of the f32 reference (3,637 keys: 1.07e-5, H200 round 33).
-const MMA_SPAN_MAX: usize = 2048;
-/// Halves of padding after each staged row (`AM_PAD`).
-const MMA_PAD: usize = 8;
-
-/// The tensor-core entries: cache kind, largest head size, name (the smallest that fits runs).
-const MMA_ENTRIES: [(KvKind, usize, &str); 6] = [
-    (KvKind::F16, 64, "attention_mma_f16_64"),
-    (KvKind::F16, 128, "attention_mma_f16_128"),
-    (KvKind::F16, 256, "attention_mma_f16_256"),
-    (KvKind::Bf16, 64, "attention_mma_bf16_64"),
-    (KvKind::Bf16, 128, "attention_mma_bf16_128"),
-    (KvKind::Bf16, 256, "attention_mma_bf16_256"),
-];
-
-/// Which prompt-attention kernels may run (`CudaTuning::prompt_attention`).
-use crate::settings::PromptAttention as PromptMode;
-
-/// Dynamic shared memory of a tiled block (`at_shared_floats`): one split's K rows padded to
-/// `hs + 1` floats, its V rows, and each warp's q row and weights.
-pub(crate) fn tiled_shared_bytes(hs: usize) -> usize {
-    4 * (ATTN_CHUNK * (2 * hs + 1) + WARPS * (hs + ATTN_CHUNK))
-}
-
-/// Dynamic shared memory of a tensor-core block (`am_shared_bytes`): q of its rows, then two
-/// stages of keys and values, every row `hs + MMA_PAD` halves.
-pub(crate) fn mma_shared_bytes(hs: usize) -> usize {
-    2 * (MMA_ROWS + 4 * MMA_KEYS) * (hs + MMA_PAD)
-}
-
-/// Spans the tensor-core kernel cuts a pass's keys into (the device sizes them from the step
-/// scalars, `prompt_span`): as many as `blocks_per_span` blocks each keep within `wanted` blocks
-/// in all (one wave where `wanted` is what fits at once: fewer, longer spans read q and write
-/// partials fewer times, and a partial second wave leaves SMs idle), and enough that no span of
-/// a `capacity`-position cache is longer than [`MMA_SPAN_MAX`]; at most `room` (the partials'
-/// buffer) and at least one. Any number gives the same attention up to summation order.
-pub(crate) fn mma_spans(
-    blocks_per_span: usize,
-    wanted: usize,
-    capacity: usize,
-    room: usize,
-) -> usize {
-    let for_waves = wanted / blocks_per_span.max(1);
-    let for_length = capacity.div_ceil(MMA_SPAN_MAX);
-    for_waves.max(for_length).min(room).max(1)
-}
-
-/// What the prompt kernels may use on this device.
-#[derive(Debug, Default)]
-pub(crate) struct PromptDevice {
-    /// Dynamic shared memory the tiled kernel may take (0: it does not run).
-    tiled_max: usize,
-    /// The same for each tensor-core entry that may run here.
-    mma_max: HashMap<&'static str, usize>,
-    /// Blocks of each tensor-core entry that fit an SM at once, at its largest head size.
-    mma_resident: HashMap<&'static str, usize>,
-    /// Tensor-core blocks an SM to plan for (`CudaTuning::prompt_blocks_per_sm`; `None`: as
-    /// many as fit).
-    blocks_per_sm: Option<usize>,
-}
-
-impl PromptDevice {
-    /// Probes the kernels `functions` holds for a device of compute capability `major`, under
-    /// `tuning`'s prompt-attention switches.
-    pub(crate) fn probe(
-        ctx: &CudaContext,
-        major: i32,
-        functions: &HashMap<&'static str, CudaFunction>,
-        tuning: &CudaTuning,
-    ) -> PromptDevice {
-        let mode = tuning.prompt_attention;
-        let blocks_per_sm = tuning.prompt_blocks_per_sm;
-        if mode == PromptMode::Split || ctx.bind_to_thread().is_err() {
-            return PromptDevice::default();
-        }
-        let tiled_max = functions
-            .get("attention_tiled_f32")
-            .map_or(0, |f| dynamic_shared_max(ctx, f));
-        let (mut mma_max, mut mma_resident) = (HashMap::new(), HashMap::new());
-        if mode == PromptMode::Best && major >= 8 {
-            for (_, max_hs, name) in MMA_ENTRIES {
-                if let Some(f) = functions.get(name) {
-                    mma_max.insert(name, dynamic_shared_max(ctx, f));
-                    let bytes = mma_shared_bytes(max_hs);
-                    if let Ok(n) = f.occupancy_max_active_blocks_per_multiprocessor(
-                        MMA_THREADS as u32,
-                        bytes,
-                        None,
-                    ) {
-                        mma_resident.insert(name, n as usize);
-                    }
-                }
-            }
-        }
-        PromptDevice {
-            tiled_max,
-            mma_max,
-            mma_resident,
-            blocks_per_sm,
-        }
-    }
-
-    /// Tensor-core blocks of entry `name` an SM is planned for: the switch's value, else as
-    /// many as fit at once, else [`MMA_BLOCKS_PER_SM`].
-    pub(crate) fn blocks_per_sm(&self, name: &str) -> usize {
-        let resident = self.mma_resident.get(name).copied().filter(|&n| n > 0);
-        self.blocks_per_sm.or(resident).unwrap_or(MMA_BLOCKS_PER_SM)
-    }
-
-    /// The tensor-core entry for a cache of `kind`, head size `hs` and activations `act`, if
-    /// one runs it here: q must be rounded to the cache's kind (the activations' precision).
-    pub(crate) fn mma_entry(&self, kind: KvKind, hs: usize, act: i32) -> Option<&'static str> {
-        if kind == KvKind::F32 || act != kind.code() || !hs.is_multiple_of(16) {
-            return None;
-        }
-        MMA_ENTRIES
-            .iter()
-            .filter(|(k, max_hs, _)| *k == kind && hs <= *max_hs)
-            .map(|&(_, _, name)| name)
-            .find(|name| {
-                self.mma_max
-                    .get(name)
-                    .is_some_and(|&max| mma_shared_bytes(hs) <= max)
-            })
-    }
-
-    /// Whether the tiled kernel takes head size `hs` here.
-    pub(crate) fn tiled_fits(&self, hs: usize) -> bool {
-        tiled_shared_bytes(hs) <= self.tiled_max
-    }
-
-    /// The first kernel of the ladder (tensor cores, tiled, split) that runs a cache of `kind`,
-    /// head size `hs` and activations `act` here, the tensor cores only where q is aligned for
-    /// them (`q_aligned`); a tensor-core choice has 0 spans (the launch plans them).
-    fn kernel_for(&self, kind: KvKind, hs: usize, act: i32, q_aligned: bool) -> PromptKernel {
-        match self.mma_entry(kind, hs, act) {
-            Some(name) if q_aligned => PromptKernel::Mma(name, 0),
-            _ if self.tiled_fits(hs) => PromptKernel::Tiled,
-            _ => PromptKernel::Split,
-        }
-    }
-
-    /// A route reason: the kernel each head size of the model's layers runs its prompts with.
-    pub(crate) fn describe(&self, kind: KvKind, act: i32, head_sizes: &[usize]) -> String {
-        let mut sizes = head_sizes.to_vec();
-        sizes.sort_unstable();
-        sizes.dedup();
-        let kernels: Vec<String> = sizes
-            .iter()
-            .map(|&hs| {
-                let kernel = match self.kernel_for(kind, hs, act, true) {
-                    PromptKernel::Mma(name, _) => format!("tensor cores ({name})"),
-                    PromptKernel::Tiled => "f32, tiled over queries".to_string(),
-                    PromptKernel::Split => {
-                        "f32, a block per position split, head and token".to_string()
-                    }
-                };
-                format!("head size {hs}: {kernel}")
-            })
-            .collect();
-        format!(
-            "prompt attention: {} ({}=tiled or =split for the f32 kernels)",
-            kernels.join("; "),
-            settings::PROMPT_ATTENTION
-        )
-    }
-}
 
 /// One prompt attention: `m` tokens' q in `qkv` (rows of `ld` floats), the cache, the step
 /// scalars; `part` holds `[m, heads, splits, hs + 2]` partials (`splits`: the cache's 32-position
 /// splits) and `counts` `[m, heads]` zeroed tickets (left zeroed); `out` `[m, heads * hs]`;
 /// `half`: where a separate merge also writes out rounded to 16 bits for the GEMM after it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PromptAttention {
-    pub qkv: DevPtr,
+pub(crate) struct PromptAttention<'a> {
+    pub qkv: DevSpan<'a, f32>,
     pub ld: usize,
-    pub cache: KvCache,
-    pub step: DevPtr,
-    pub part: DevPtr,
+    pub cache: KvCache<'a>,
+    pub step: DevSpan<'a, i32>,
+    pub part: DevSpan<'a, f32>,
     pub splits: usize,
-    pub counts: DevPtr,
-    pub out: DevPtr,
+    pub counts: DevSpan<'a, i32>,
+    pub out: DevSpan<'a, f32>,
     pub m: usize,
     pub heads: usize,
     pub kv_heads: usize,
@@ -228,22 +36,13 @@ pub(crate) struct PromptAttention {
 }
 
 /// Whether the tensor-core kernel can read `a`'s q four floats at a time (16-byte aligned rows).
-fn mma_reads_q(a: &PromptAttention) -> bool {
-    a.qkv.is_multiple_of(16) && a.ld.is_multiple_of(4)
-}
-
-/// Which kernel runs a prompt attention (`Ops::prompt_kernel`); the tensor-core entry with
-/// the number of spans it cuts the pass's keys into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PromptKernel {
-    Mma(&'static str, usize),
-    Tiled,
-    Split,
+fn mma_reads_q(a: &PromptAttention<'_>) -> bool {
+    a.qkv.ptr().is_multiple_of(16) && a.ld.is_multiple_of(4)
 }
 
 impl Ops<'_> {
     /// The kernel [`Ops::attention`] runs `a` with here.
-    pub(crate) fn prompt_kernel(&self, a: &PromptAttention) -> PromptKernel {
+    pub(crate) fn prompt_kernel(&self, a: &PromptAttention<'_>) -> PromptKernel {
         match self
             .k
             .prompt
@@ -255,12 +54,12 @@ impl Ops<'_> {
     }
 
     /// Tensor-core blocks of 64 rows that `a`'s (token, query head) rows of one KV head fill.
-    fn mma_row_blocks(&self, a: &PromptAttention) -> usize {
+    fn mma_row_blocks(&self, a: &PromptAttention<'_>) -> usize {
         (a.m * (a.heads / a.kv_heads.max(1))).div_ceil(MMA_ROWS)
     }
 
     /// The spans [`mma_spans`] plans for `a` on this device.
-    pub(crate) fn mma_planned_spans(&self, a: &PromptAttention) -> usize {
+    pub(crate) fn mma_planned_spans(&self, a: &PromptAttention<'_>) -> usize {
         let blocks = a.kv_heads * self.mma_row_blocks(a);
         let name = self.mma_entry(a.cache.kind, a.hs).unwrap_or_default();
         let wanted = self.k.prompt.blocks_per_sm(name) * self.k.sms;
@@ -280,7 +79,7 @@ impl Ops<'_> {
 
     /// Attention of `a.m` tokens through the best kernel that runs it here. Returns the
     /// output's half copy where the kernel's merge wrote it (`a.half`).
-    pub fn attention(&self, a: &PromptAttention) -> Result<Option<HalfCopy>, Error> {
+    pub fn attention(&self, a: &PromptAttention<'_>) -> Result<Option<HalfCopy>, Error> {
         if a.hs > 256 || a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
             return Err(Error::Invalid {
                 what: "attention",
@@ -298,10 +97,11 @@ impl Ops<'_> {
     /// when `a.half` asks for one.
     pub(crate) fn attention_with(
         &self,
-        a: &PromptAttention,
+        a: &PromptAttention<'_>,
         kernel: PromptKernel,
     ) -> Result<Option<HalfCopy>, Error> {
-        let (k_cache, v_cache, cap, kv) = a.cache.args()?;
+        const WHAT: &str = "prompt attention";
+        let (k_cache, v_cache, cap, kv) = a.cache.args(WHAT, a.kv_heads, a.hs)?;
         let (ld, h, kvh, hs) = (
             int("ld", a.ld)?,
             int("heads", a.heads)?,
@@ -311,8 +111,17 @@ impl Ops<'_> {
         let win = int("window", a.window.unwrap_or(0))?;
         let softcap = a.softcap.unwrap_or(0.0);
         let (m, act) = (int("tokens", a.m)?, a.act);
-        let (qkv, step, part, scale, out, counts) =
-            (a.qkv, a.step, a.part, a.scale, a.out, a.counts);
+        // The tokens' q rows; `[m, heads, splits, hs + 2]` partials, `[m, heads]` tickets and
+        // outputs (what every kernel indexes; the tensor-core one uses no more splits).
+        let (rows, heads) = (a.m.max(1), a.heads);
+        let qkv = a.qkv.need(WHAT, "qkv", (rows - 1) * a.ld + heads * a.hs)?;
+        let step = a.step.need(WHAT, "step", 1)?;
+        let part = a
+            .part
+            .need(WHAT, "part", rows * heads * a.splits * (a.hs + 2))?;
+        let counts = a.counts.need(WHAT, "counts", rows * heads)?;
+        let out = a.out.need(WHAT, "out", rows * heads * a.hs)?;
+        let scale = a.scale;
         // Per kernel: its name, its split span (None: it merges its own splits), splits, grid,
         // block and dynamic shared memory.
         let (name, span, splits, grid, block, shared) = match kernel {
@@ -336,7 +145,7 @@ impl Ops<'_> {
                 if !mma_reads_q(a) {
                     return Err(Error::Invalid {
                         what: "prompt attention",
-                        why: format!("q at {:#x} in rows of {} floats", a.qkv, a.ld),
+                        why: format!("q at {:#x} in rows of {} floats", a.qkv.ptr(), a.ld),
                     });
                 }
                 if spans == 0 || spans > a.splits {
@@ -395,8 +204,9 @@ impl Ops<'_> {
         }
         // SAFETY: `params` follows the kernel's C signature in kernels/attention.cu or
         // attention_mma.cu (the first 14 arguments are shared, then the kernel's own), each
-        // pointing to a local that outlives the call; the addresses are `a`'s, whose buffers
-        // the caller sized for these dimensions (`PromptAttention`).
+        // pointing to a local that outlives the call; the addresses are `a`'s spans, checked
+        // above against the extents these dimensions make the kernel index (q rows, caches,
+        // partials, tickets, outputs).
         unsafe {
             launch_raw(
                 self.stream,
@@ -443,6 +253,7 @@ fn merge_blocks(rows: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn the_ladder_tries_tensor_cores_then_tiled_then_split() {

@@ -18,7 +18,8 @@
 //! loss was the whole carveout these entries asked for (now left to the driver): `shared-walk`
 //! then gains 4.7% on Qwen2.5-0.5B and loses 1.5% on Qwen2.5-1.5B.
 
-use super::{DEC_COLS, DEC_WARPS, Kernels, LinearShape, OneRow, RowKernel};
+use super::shape::{DEC_COLS, DEC_WARPS, LinearShape};
+use crate::cuda::launch::opt_in_shared;
 use cudarc::driver::{CudaContext, CudaFunction};
 use std::collections::HashMap;
 
@@ -57,26 +58,26 @@ pub(super) fn prepare(ctx: &CudaContext, functions: &HashMap<&'static str, CudaF
         let Some(f) = functions.get(shared_kernel(kind)) else {
             return 0;
         };
-        most = most.min(super::opt_in_shared(ctx, f, STATIC_BYTES, 0).unwrap_or(0));
+        most = most.min(opt_in_shared(ctx, f, STATIC_BYTES, 0).unwrap_or(0));
     }
     if most == usize::MAX { 0 } else { most }
 }
 
 /// Static shared memory of a shared entry: the epilogue's partials.
-const STATIC_BYTES: usize = 32;
+pub(super) const STATIC_BYTES: usize = 32;
 
 /// Shared memory every block may take without opting in (static and dynamic together).
-const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
+pub(super) const DEFAULT_BLOCK_BYTES: usize = 48 * 1024;
 
 /// Dynamic shared memory a block of a shared entry may take when `prepare` opted the entries
 /// into `opted` bytes (0: the driver refused, so the default less the static bytes).
-fn dynamic_limit(opted: usize) -> usize {
+pub(super) fn dynamic_limit(opted: usize) -> usize {
     opted.max(DEFAULT_BLOCK_BYTES - STATIC_BYTES)
 }
 
 /// Whether a launch of `blocks` blocks is all resident at once with `per_sm` of them an SM on
 /// `sms` SMs (false when either count is unknown).
-fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
+pub(super) fn one_wave(blocks: usize, per_sm: usize, sms: usize) -> bool {
     per_sm > 0 && sms > 0 && blocks <= per_sm * sms
 }
 
@@ -86,61 +87,6 @@ impl LinearShape {
     /// resident (an unknown count, 0: not). The shared entry then only adds its copies.
     pub(super) fn walk_in_flight(&self, split: usize, resident: usize) -> bool {
         self.decode_rounds(split) == 1 && resident > 0 && self.decode_blocks(split) <= resident
-    }
-}
-
-impl Kernels {
-    /// Dynamic shared memory a block of a shared entry may take here: what `prepare` opted
-    /// them into, at least what fits beside the static bytes in the 48 KB every block may take.
-    pub(super) fn shared_limit(&self) -> usize {
-        dynamic_limit(self.shared_max)
-    }
-
-    /// Whether a block of `plan` for `kind` over `s` gets the shared memory it takes here.
-    pub(crate) fn one_row_fits(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
-        plan.shared_bytes(kind, s) <= self.shared_limit()
-    }
-
-    /// Whether `blocks` blocks of `entry`, `bytes` of dynamic shared memory each, get that
-    /// memory and are all resident on the device at once (the occupancy query's answer).
-    fn all_resident(&self, entry: &'static str, bytes: usize, blocks: usize) -> bool {
-        let Some(f) = self
-            .functions
-            .get(entry)
-            .filter(|_| bytes <= self.shared_limit())
-        else {
-            return false;
-        };
-        let memo = &self.shared_per_sm;
-        let known = memo
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&(entry, bytes)).copied());
-        let per_sm = known.unwrap_or_else(|| {
-            let n = f
-                .occupancy_max_active_blocks_per_multiprocessor(32 * DEC_WARPS as u32, bytes, None)
-                .map_or(0, |n| n as usize);
-            if let Ok(mut m) = memo.lock() {
-                m.insert((entry, bytes), n);
-            }
-            n
-        });
-        one_wave(blocks, per_sm, self.sms)
-    }
-
-    /// `plan` (the default rule's) moved to `gemv_decode_shared_*` at its split when every
-    /// block of the launch fits on the device at once with its slots; `plan` otherwise.
-    pub(super) fn shared_plan(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> OneRow {
-        let shared = OneRow {
-            via: RowKernel::Shared,
-            split: plan.split,
-        };
-        let bytes = shared.shared_bytes(kind, s);
-        if self.all_resident(shared_kernel(kind), bytes, s.decode_blocks(plan.split)) {
-            shared
-        } else {
-            plan
-        }
     }
 }
 

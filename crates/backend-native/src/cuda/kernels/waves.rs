@@ -6,7 +6,8 @@
 //! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7). Rows that leave a warp three or more rounds
 //! at that split go to the pipelined kernel at a split of its own (`one_row_plan`; round 10).
 
-use super::{DEC_COLS, DEC_WARPS, LinearShape, OneRow, PIPE_ROUNDS};
+use super::one_row::{OneRow, PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
+use super::shape::{DEC_COLS, DEC_WARPS, LinearShape};
 use cudarc::driver::{CudaContext, CudaFunction, sys};
 use std::collections::HashMap;
 
@@ -18,7 +19,7 @@ const ROUND_VALUES: usize = 4 * 8 * 32;
 fn kernels() -> impl Iterator<Item = &'static str> {
     ["gemv_f32", "gemv_f16", "gemv_bf16"]
         .into_iter()
-        .flat_map(|kind| [super::decode_kernel(kind), super::decode_pipe_kernel(kind)])
+        .flat_map(|kind| [decode_kernel(kind), decode_pipe_kernel(kind)])
 }
 
 /// Blocks of each one-row dense kernel the whole device holds at once (SMs × blocks per SM at

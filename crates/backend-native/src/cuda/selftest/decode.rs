@@ -7,12 +7,13 @@
 //! (f16, bf16, with activations of that precision) must also give the bits of an f32 cache
 //! holding the same values.
 
-use super::{Check, Ctx, Rng, rel};
+use super::common::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, AttentionParams};
 use crate::cuda::kernels::{
     DecodeCall, DecodeHeads, DecodeMode, KvCache, KvKind, Trigger, decode_splits,
 };
 use crate::cuda::memory::DevBuf;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// One decode-attention case.
@@ -353,19 +354,22 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
     let mut out = DevBuf::<f32>::zeros(&c.stream, heads * hs)?;
     // NaN before every run: an output a mode leaves unwritten fails the check.
     let unset = vec![f32::NAN; heads * hs];
+    // SAFETY: `out` outlives every launch below (it lives to the end of this function), and
+    // the host rewrites it only between launches, ordered on the same stream.
+    let out_span = unsafe { DevSpan::from_raw(out.ptr, out.len) };
     let call = DecodeCall {
-        qkv: dq.ptr,
-        step: step.ptr,
-        rotary: (dcos.ptr, dsin.ptr, rd, inter),
+        qkv: dq.span(),
+        step: step.span(),
+        rotary: Some((dcos.span(), dsin.span(), rd, inter)),
         cache: KvCache {
-            k: dk.ptr,
-            v: dv.ptr,
+            k: dk.span(),
+            v: dv.span(),
             capacity: cap,
             kind: kv,
         },
-        part: (part.ptr, part.len),
-        counts: (counts.ptr, counts.len),
-        out: out.ptr,
+        part: part.span(),
+        counts: counts.span(),
+        out: out_span,
         heads: d,
         scale,
         window,
@@ -390,8 +394,8 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
             ..d
         };
         let cache = KvCache {
-            k: fk.ptr,
-            v: fv.ptr,
+            k: fk.span(),
+            v: fv.span(),
             kind: KvKind::F32,
             ..call.cache
         };

@@ -5,16 +5,15 @@
 //! (bias and activation rounding, or the GLU pairs). The epilogue kernel alone is checked bit
 //! for bit against the host, ties and overflow included.
 
+use super::common::{Check, Ctx, Rng, rel};
 use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
+use super::gemm_check::{check, cpu_linear, gemm_type, in_slice, sum_tol};
 use super::linear::{Dt, rounded, weight_bytes};
-use super::{Check, Ctx, Rng, gemm_int4, halves, rel};
-use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::blas::{Blas, GemmScratch, GemmType, Halves, cublas_available};
-use crate::cuda::kernels::{DevPtr, LinearShape, Ops};
+use super::{gemm_int4, halves};
+use crate::cuda::blas::{Blas, GemmScratch, cublas_available};
+use crate::cuda::kernels::Halves;
+use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
-
-/// What y holds around the slice a call writes.
-const UNTOUCHED: f32 = 1.0e30;
 
 /// One case: `m` rows, `k` inputs (x rows `k + pad` apart), `n` outputs (with `glu >= 0`, `n`
 /// (gate, up) pairs: `2n` weight rows), rounding to `act` (0 f32, 1 f16, 2 bf16).
@@ -32,14 +31,6 @@ struct Case {
 impl Case {
     fn cols(&self) -> usize {
         if self.glu >= 0 { 2 * self.n } else { self.n }
-    }
-}
-
-pub(super) fn gemm_type(dt: Dt) -> GemmType {
-    match dt {
-        Dt::F32 => GemmType::F32,
-        Dt::F16 => GemmType::F16,
-        Dt::Bf16 => GemmType::Bf16,
     }
 }
 
@@ -103,10 +94,7 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         dequant_values,
     );
     let blas = Blas::new(&c.stream, scratch)?;
-    let ops = Ops {
-        blas: Some(&blas),
-        ..c.ops()
-    };
+    let ops = c.ops();
     let mut out = epilogue_checks(c, &ops, rng)?;
     out.extend(halves::gemm_checks(c, &ops, &blas, rng)?);
     for case in all {
@@ -116,64 +104,6 @@ pub(super) fn checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         out.extend(gemm_int4::check_case(c, &ops, &blas, rng, case)?);
     }
     Ok(out)
-}
-
-/// y `[m, ldy]` filled with [`UNTOUCHED`], the call writing `[m, width]` from column `col0`;
-/// the slice, or `None` when anything around it changed.
-pub(super) fn in_slice(
-    c: &Ctx,
-    (m, width, col0, ldy): (usize, usize, usize, usize),
-    call: impl FnOnce(DevPtr) -> Result<(), Error>,
-) -> Result<Option<Vec<f32>>, Error> {
-    let y = c.up(&vec![UNTOUCHED; m * ldy])?;
-    call(y.ptr + 4 * col0 as u64)?;
-    let all = c.down(&y, m * ldy)?;
-    let mut slice = Vec::with_capacity(m * width);
-    for (r, row) in all.chunks(ldy).enumerate() {
-        let inside = col0..col0 + width;
-        if row
-            .iter()
-            .enumerate()
-            .any(|(j, v)| !inside.contains(&j) && *v != UNTOUCHED)
-        {
-            eprintln!("row {r} written outside columns {inside:?}");
-            return Ok(None);
-        }
-        slice.extend_from_slice(&row[inside]);
-    }
-    Ok(Some(slice))
-}
-
-pub(super) fn check(name: String, got: Option<&[f32]>, want: &[f32], limit: f32) -> Check {
-    let rel_diff = got.map_or(f32::INFINITY, |g| rel(g, want));
-    Check {
-        name,
-        rel_diff,
-        limit,
-    }
-}
-
-/// Relative difference allowed between the GEMM's f32 sums and the CPU's over the same
-/// inputs: 1e-5 as every f32 kernel here; half-precision weights run on tensor cores, whose f32
-/// accumulation truncates (rounds toward zero) instead of rounding to nearest, an error of up
-/// to one ulp (2^-23) per accumulation step rather than half of one, and of one sign: 3e-5.
-pub(super) fn sum_tol(dt: Dt) -> f32 {
-    if dt == Dt::F32 { 1e-5 } else { 3e-5 }
-}
-
-/// `[m, k]` x `[k, n]` on the CPU (no bias).
-pub(super) fn cpu_linear(
-    c: &Ctx,
-    x: &[f32],
-    m: usize,
-    k: usize,
-    kn: &[f32],
-) -> Result<Vec<f32>, Error> {
-    let n = kn.len() / k;
-    let w = Weight::Dense(DenseWeight::from_f32(k, n, kn)?);
-    let mut y = vec![0f32; m * n];
-    cpu::linear(x, m, &w, None, &mut y, &c.pool)?;
-    Ok(y)
 }
 
 fn case_checks(

@@ -6,12 +6,13 @@
 //! block or slice), and against the CPU int4 kernel itself (the oracle) within the rounding the
 //! GEMM's types add.
 
+use super::common::{Check, Ctx, Rng};
 use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
-use super::gemm::{check, cpu_linear, in_slice, sum_tol};
+use super::gemm_check::{check, cpu_linear, in_slice, sum_tol};
 use super::linear::{Dt, rounded};
-use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::blas::{Blas, GemmType, Halves, skinny_takes};
+use crate::cuda::blas::{Blas, skinny_takes};
+use crate::cuda::kernels::{GemmType, Halves};
 use crate::cuda::kernels::{LinearShape, Ops};
 use crate::error::Error;
 

@@ -4,11 +4,12 @@
 //! casting x itself. The prompt attention merge's copy is checked with the attention
 //! (`selftest.rs`).
 
-use super::gemm::gemm_type;
+use super::common::{Check, Ctx, Rng};
+use super::gemm_check::gemm_type;
 use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
-use super::{Check, Ctx, Rng};
-use crate::cuda::blas::{Blas, GemmType, HalfCopy, Halves};
-use crate::cuda::kernels::{LinearShape, Ops};
+use crate::cuda::blas::Blas;
+use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
+use crate::cuda::kernels::{LinearShape, NormRows, Ops, SkipNorm};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -54,12 +55,21 @@ pub(super) fn norm_checks(c: &Ctx, rng: &mut Rng) -> Result<Vec<Check>, Error> {
         let x: Vec<f32> = rng.vec(m * width).iter().map(|v| v * 40.0).collect();
         let weight: Vec<f32> = rng.vec(width).iter().map(|v| 1.0 + v).collect();
         let (dd, dw) = (c.up(&rng.vec(m * width))?, c.up(&weight)?);
-        let rows = (m, width, 1, width);
-        let norm = (1e-6, true, true, act);
         let run = |half: Option<HalfCopy>| -> Result<(Vec<f32>, Vec<f32>), Error> {
             let (dx, out) = (c.up(&x)?, DevBuf::<f32>::zeros(&c.stream, m * width)?);
-            c.ops()
-                .skip_norm_half(dx.ptr, dd.ptr, (dw.ptr, 0), out.ptr, rows, norm, half)?;
+            let norm = SkipNorm {
+                x: dx.span(),
+                delta: Some(dd.span()),
+                weight: dw.span(),
+                bias: None,
+                out: out.span(),
+                rows: NormRows::packed(m, width),
+                eps: 1e-6,
+                rms: true,
+                write_sum: true,
+                act,
+            };
+            c.ops().skip_norm_half(&norm, half)?;
             Ok((c.down(&out, m * width)?, c.down(&dx, m * width)?))
         };
         let (plain, plain_sum) = run(None)?;

@@ -5,12 +5,13 @@
 //! zero points. Every case runs twice, the second time with the packed weights, x and the int8
 //! scratch moved off 16-byte alignment, and the two results must be equal bit for bit.
 
+use super::common::{Check, Ctx, Rng};
 use super::epilogue::{epilogue_limit, host_epilogue};
 use super::linear::{bitwise_equal, shifted_f32, verdict};
-use super::{Check, Ctx, Rng};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
-use crate::cuda::kernels::{DevPtr, Int4Fp32, LinearShape};
+use crate::cuda::kernels::{Int4Fp32, Int4Linear, LinearShape};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// One case: `m` rows, `k` inputs, `n` outputs (with `glu >= 0`, `n` (gate, up) pairs of
@@ -224,8 +225,12 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
     let (ds, x_al, x_sh) = (c.up(&scales)?, c.up(&x)?, shifted_f32(c, &x)?);
     let ds16 = c.up(&scales_f16)?;
     let (dzu, dzf, db) = (c.up(&zu)?, c.up(&zf)?, c.up(&bias)?);
-    let (zu_ptr, zf_ptr) = if case.zp { (dzu.ptr, dzf.ptr) } else { (0, 0) };
-    let bias_ptr = if case.bias { db.ptr } else { 0 };
+    let (zu, zf) = if case.zp {
+        (Some(dzu.span()), Some(dzf.span().as_bytes()))
+    } else {
+        (None, None)
+    };
+    let bias = case.bias.then(|| db.span());
     // CompInt8 scratch, 16 bytes spare: the second run moves qa 8 bytes on.
     let qa = DevBuf::<i8>::zeros(&c.stream, m * nb * bs + 16)?;
     let sa = DevBuf::<f32>::zeros(&c.stream, m * nb)?;
@@ -237,26 +242,31 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
         ldy: width,
         glu,
     };
-    let run = |p: DevPtr, xp: DevPtr, q: DevPtr, half: bool, wide| {
+    let run = |p: DevSpan<'_, u8>, x: DevSpan<'_, f32>, q: DevSpan<'_, i8>, half: bool, wide| {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * width)?;
+        let mut l = Int4Linear {
+            packed: p,
+            scales: ds.span(),
+            scales_f16: half.then(|| ds16.span()),
+            zp: zf,
+            x,
+            bias,
+            y: dy.span(),
+        };
         if acc == 4 {
-            let parts = (p, ds.ptr, zu_ptr);
-            c.ops()
-                .gemv_int4_i8(parts, bs, xp, (q, sa.ptr), bias_ptr, dy.ptr, s, act)?;
+            l.zp = zu;
+            c.ops().gemv_int4_i8(&l, bs, (q, sa.span()), s, act)?;
         } else {
-            let parts = (p, ds.ptr, zf_ptr);
             let form = Int4Fp32 {
                 block: bs,
                 integral_zp: case.tensor,
-                scales_f16: if half { ds16.ptr } else { 0 },
             };
-            c.ops()
-                .gemv_int4_f32_entry(parts, form, xp, bias_ptr, dy.ptr, s, act, wide)?;
+            c.ops().gemv_int4_f32_entry(&l, form, s, act, wide)?;
         }
         c.down(&dy, m * width)
     };
-    let first = run(p_al.ptr, x_al.ptr, qa.ptr, false, None)?;
-    let shifted = (p_sh.ptr + 4, x_sh.ptr + 4, qa.ptr + 8);
+    let first = run(p_al.span(), x_al.span(), qa.span(), false, None)?;
+    let shifted = (p_sh.span_from(4)?, x_sh.span_from(1)?, qa.span_from(8)?);
     let mut again = run(shifted.0, shifted.1, shifted.2, case.tensor, None)?;
     let limit = epilogue_limit(1e-5, &sums, &want, act, glu);
     let mut name = name(&case);
@@ -265,7 +275,7 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Int4) -> Result<Check, Error> 
         if mma {
             // Both entries, whichever the rule picked first: the same bits again.
             for wide in [false, true] {
-                let forced = run(p_al.ptr, x_al.ptr, qa.ptr, true, Some(wide))?;
+                let forced = run(p_al.span(), x_al.span(), qa.span(), true, Some(wide))?;
                 if !bitwise_equal(&forced, &first) {
                     again = forced;
                 }

@@ -5,10 +5,11 @@
 //! alignment (scalar loads, unstaged copies), and the two results must be equal bit for bit —
 //! the kernels' bits may depend on values and shapes only, never on addresses.
 
-use super::{Check, Ctx, Rng, rel};
+use super::common::{Check, Ctx, Rng, rel};
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
-use crate::cuda::kernels::{DevPtr, LinearShape, OneRow, RowKernel};
+use crate::cuda::kernels::{DenseLinear, LinearShape, OneRow, RowKernel};
 use crate::cuda::memory::DevBuf;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// Dense weight precision.
@@ -193,14 +194,15 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
         ldy: n,
         glu: if glu { 0 } else { -1 },
     };
-    let run = |w: DevPtr, xp: DevPtr| -> Result<Vec<f32>, Error> {
+    let bias = db.as_ref().map(DevBuf::span);
+    let run = |w: DevSpan<'_, u8>, x: DevSpan<'_, f32>| -> Result<Vec<f32>, Error> {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
-        let bias = db.as_ref().map_or(0, |b| b.ptr);
-        c.ops().gemv(kernel, w, xp, bias, dy.ptr, s, 0)?;
+        let y = dy.span();
+        c.ops().gemv(kernel, &DenseLinear { w, x, bias, y }, s, 0)?;
         c.down(&dy, m * n)
     };
-    let first = run(w_al.ptr, x_al.ptr)?;
-    let again = run(w_sh.ptr + esize as u64, x_sh.ptr + 4)?;
+    let first = run(w_al.span(), x_al.span())?;
+    let again = run(w_sh.span_from(esize)?, x_sh.span_from(1)?)?;
     let name = format!(
         "{kernel}{} m{m} k{k} n{n}",
         if glu { " SiLU GLU" } else { "" }
@@ -212,15 +214,15 @@ pub(super) fn dense(c: &Ctx, rng: &mut Rng, case: Dense) -> Result<Check, Error>
     // One row: every one-row kernel at every split (the shared-memory one also on unaligned
     // weights and x, where a block's weights fit in shared memory), each bitwise equal to the
     // walk (the same products in the same order), and each within the limit of the CPU.
-    let bias = db.as_ref().map_or(0, |b| b.ptr);
     let mut pairs_equal = true;
     let mut worst = check.rel_diff;
-    let aligned = (w_al.ptr, x_al.ptr);
-    let unaligned = (w_sh.ptr + esize as u64, x_sh.ptr + 4);
-    let one_row = |plan: OneRow, (w, xp): (DevPtr, DevPtr)| -> Result<Vec<f32>, Error> {
+    let aligned = (w_al.span(), x_al.span());
+    let unaligned = (w_sh.span_from(esize)?, x_sh.span_from(1)?);
+    let one_row = |plan: OneRow, (w, x): (DevSpan<'_, u8>, DevSpan<'_, f32>)| {
         let dy = DevBuf::<f32>::zeros(&c.stream, m * n)?;
+        let y = dy.span();
         c.ops()
-            .gemv_one_row(kernel, w, xp, bias, dy.ptr, s, 0, plan)?;
+            .gemv_one_row(kernel, &DenseLinear { w, x, bias, y }, s, 0, plan)?;
         c.down(&dy, m * n)
     };
     for split in [1, 2, 4] {

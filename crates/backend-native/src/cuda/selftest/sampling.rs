@@ -4,7 +4,7 @@
 //! and -inf, many uniforms per case, the processed logits bit for bit, and every choice made
 //! twice (bitwise repeatable).
 
-use super::{Check, Ctx, Rng};
+use super::common::{Check, Ctx, Rng};
 use crate::cuda::choose::{Chooser, process_ids};
 use crate::cuda::kernels::Ops;
 use crate::cuda::memory::DevBuf;
@@ -77,7 +77,7 @@ fn device_choice(
     chooser.enqueue(
         &c.stream,
         &ops,
-        (dv.ptr, logits.len()),
+        (dv.span(), logits.len()),
         spec,
         (&ids, penalized),
     )?;

@@ -1,18 +1,14 @@
 //! The streamed persistent step of the timing prototype (`benches/step_stream.cu`): its launch,
 //! and the shared-memory ring it is launched with.
 
-use super::{Proto, Step, cooperative, zero_words};
-use crate::cuda::kernels::param;
+use super::proto::{CONSUMERS, Proto, SUMS_MAX, Step, cooperative, zero_words};
+use crate::cuda::launch::param;
 use crate::error::Error;
 use cudarc::driver::{CudaStream, LaunchConfig};
 use std::sync::Arc;
 
 /// Bytes of a `step_stream` ring slot's two mbarriers and its count of uses consumed.
 const SLOT_BARRIERS: usize = 20;
-/// `step_stream`'s consumer warps (`SS_CONSUMERS`); its block adds the producer warp.
-pub(super) const CONSUMERS: usize = 16;
-/// A block's rows of a GLU phase at most (`SS_YMAX`: their sums wait in shared memory).
-pub(super) const SUMS_MAX: usize = 512;
 
 /// How `step_stream` runs: the norms computed by every block (`fold`), L2 evict-first weight
 /// copies (`evict`), `diag` bits (`SS_NO_*`: a part left out, to time the others), slots of

@@ -2,10 +2,11 @@
 //! its options and diagnostics), by name, and the run that times the chosen ones on each model
 //! shape against the launch form's bits.
 
+use super::proto::{PhaseKind, Step, StepTiming, load};
 use super::stream::StreamOpts;
-use super::{PhaseKind, Step, StepTiming, TraceSummary, load, trace};
+use super::trace::{self, TraceSummary};
 use crate::cuda::device::Device;
-use crate::cuda::kernels::launch_error as cuda;
+use crate::cuda::launch::launch_error as cuda;
 use crate::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;

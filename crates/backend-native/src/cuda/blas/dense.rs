@@ -1,0 +1,188 @@
+//! Dense prompt linear layers through cuBLAS ([`Ops::dense`] picks the GEMM or the GEMV
+//! kernel): x cast to the weight's 16-bit type unless a half copy holds it, the GEMM, and the
+//! GEMV kernels' epilogue (`gemm_epilogue_f32`) where the layer has one.
+
+use super::handle::{Blas, ColMajor, MIN_ROWS};
+use crate::cuda::kernels::{DenseLinear, GemmType, HalfCopy, Halves, LinearShape, Ops};
+use crate::cuda::launch::{cfg, int, launch};
+use crate::cuda::memory::DevPtr;
+use crate::error::Error;
+
+/// Blocks of an elementwise kernel over `total` values (256 threads a block, the kernels
+/// stride past 4,096 blocks).
+pub(crate) fn elementwise_blocks(total: usize) -> u32 {
+    total.div_ceil(256).clamp(1, 4096) as u32
+}
+
+/// The handle a linear of `m` rows runs its GEMM on, if it does: the pass has one (`blas`),
+/// `MIN_ROWS` rows or more, and for a layer dequantised first (`dequant`), a dequantisation
+/// scratch.
+pub(crate) fn gemm_blas(blas: Option<&Blas>, m: usize, dequant: bool) -> Option<&Blas> {
+    blas.filter(|b| m >= MIN_ROWS && (!dequant || b.dequant.len > 0))
+}
+
+/// Where a producer of `m` rows of `k` values may also write them rounded to `ty` for the GEMMs
+/// after it (the cast scratch of the pass's handle `blas`, where it holds them); none for f32,
+/// no type or no GEMM.
+pub(crate) fn half_copy(
+    blas: Option<&Blas>,
+    m: usize,
+    k: usize,
+    ty: Option<GemmType>,
+) -> Option<HalfCopy> {
+    let ty = ty.filter(|t| *t != GemmType::F32)?;
+    let blas = gemm_blas(blas, m, false)?;
+    (m * k <= blas.cast.len).then_some(HalfCopy {
+        ptr: blas.cast.ptr,
+        ty,
+        len: blas.cast.len,
+    })
+}
+
+impl Ops<'_> {
+    /// A dense linear layer: through cuBLAS for `MIN_ROWS` rows or more when the pass has a
+    /// handle (`blas`), else the GEMV kernel `kernel`. Returns y's half copy if the GEMM wrote it.
+    pub fn dense(
+        &self,
+        blas: Option<&Blas>,
+        kernel: &'static str,
+        d: &DenseLinear<'_>,
+        s: LinearShape,
+        act: i32,
+        halves: Halves,
+    ) -> Result<Option<HalfCopy>, Error> {
+        match (gemm_blas(blas, s.m, false), GemmType::of(kernel)) {
+            (Some(blas), Some(ty)) => {
+                // The GEMM reads and writes what the GEMV kernel would over `s`.
+                let (w, x, bias, y) = d.check("cublasGemmEx", ty.size(), &s)?;
+                self.gemm(blas, ty, w, x, bias, y, s, act, halves)
+            }
+            _ => self.gemv(kernel, d, s, act).map(|()| None),
+        }
+    }
+
+    /// y = x W (+ bias) through cuBLAS, with the GEMV kernels' epilogue (`LinearShape::glu`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &self,
+        blas: &Blas,
+        ty: GemmType,
+        w: DevPtr,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+        halves: Halves,
+    ) -> Result<Option<HalfCopy>, Error> {
+        self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
+            blas.gemm(ty, ColMajor::of(s.m, s.k, s.n, ldb, ldc)?, (w, b, c))
+        })
+    }
+
+    /// The frame of a GEMM linear: checks, x cast to `ty` when it is 16 bits (unless
+    /// `halves.x` holds it so), the sums written by `sums(b, ldb, c, ldc)` (B = x as the GEMM
+    /// reads it, C = y or the scratch), then the epilogue where the layer has one, which also
+    /// writes `halves.y`. Returns y's half copy if it was written.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemm_with(
+        &self,
+        blas: &Blas,
+        ty: GemmType,
+        x: DevPtr,
+        bias: DevPtr,
+        y: DevPtr,
+        s: LinearShape,
+        act: i32,
+        halves: Halves,
+        sums: impl FnOnce(DevPtr, usize, DevPtr, usize) -> Result<(), Error>,
+    ) -> Result<Option<HalfCopy>, Error> {
+        let LinearShape {
+            m,
+            k,
+            n,
+            ldx,
+            ldy,
+            glu,
+        } = s;
+        let cols = if glu >= 0 { n / 2 } else { n };
+        let bad = |why: String| Error::Invalid {
+            what: "GEMM linear",
+            why,
+        };
+        if ldx < k || ldy < cols || (glu >= 0 && !n.is_multiple_of(2)) {
+            return Err(bad(format!("{s:?}")));
+        }
+        if blas.stream.cu_stream() != self.stream.cu_stream() {
+            return Err(bad("the cuBLAS handle issues on another stream".into()));
+        }
+        let (b, ldb) = match (ty.cast_kernel(), halves.x) {
+            (None, _) => (x, ldx),
+            (Some(_), Some(h)) if h.ty == ty => {
+                if m * k > h.len {
+                    return Err(bad(format!("{m} × {k} values exceed x's half copy")));
+                }
+                (h.ptr, k)
+            }
+            (Some(name), _) => {
+                if m * k > blas.cast.len {
+                    return Err(bad(format!("{m} × {k} values exceed the cast scratch")));
+                }
+                let (mi, ki, ldxi) = (int("m", m)?, int("k", k)?, int("ldx", ldx)?);
+                let f = self.k.get(name)?;
+                let c = cfg((elementwise_blocks(m * k), 1, 1), 256, 0);
+                let out = blas.cast.ptr;
+                launch!(self, f, c, &x, &ldxi, &out, &mi, &ki)?;
+                (out, k)
+            }
+        };
+        let epilogue = bias != 0 || act != 0 || glu >= 0;
+        let (c, ldc) = if epilogue {
+            if m * n > blas.out.len {
+                return Err(bad(format!("{m} × {n} sums exceed the GEMM scratch")));
+            }
+            (blas.out.ptr, n)
+        } else {
+            (y, ldy)
+        };
+        sums(b, ldb, c, ldc)?;
+        if !epilogue {
+            return Ok(None);
+        }
+        let half = halves.y.filter(|h| m * cols <= h.len);
+        self.gemm_epilogue(blas.out.ptr, bias, (y, ldy), m, n, act, glu, half)?;
+        Ok(half)
+    }
+
+    /// y (rows `ldy` apart) from GEMM sums `[m, n]`: `glu < 0`, `[m, n]` as `linear_store`
+    /// (bias, rounding to the `act` precision); `glu >= 0`, `[m, n / 2]` act(gate) * up over
+    /// the (gate, up) column pairs. With `half`, y is also written there rounded to its type
+    /// (rows of y's values apart).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_epilogue(
+        &self,
+        sums: DevPtr,
+        bias: DevPtr,
+        (y, ldy): (DevPtr, usize),
+        m: usize,
+        n: usize,
+        act: i32,
+        glu: i32,
+        half: Option<HalfCopy>,
+    ) -> Result<(), Error> {
+        let cols = if glu >= 0 { n / 2 } else { n };
+        if ldy < cols || (glu >= 0 && !n.is_multiple_of(2)) {
+            return Err(Error::Invalid {
+                what: "GEMM epilogue",
+                why: format!("m {m}, n {n}, ldy {ldy}, glu {glu}"),
+            });
+        }
+        let (mi, ni, ldyi) = (int("m", m)?, int("n", n)?, int("ldy", ldy)?);
+        let f = self.k.get("gemm_epilogue_f32")?;
+        let c = cfg((elementwise_blocks(m * cols), 1, 1), 256, 0);
+        let (half, half_bf) = HalfCopy::args(half);
+        launch!(
+            self, f, c, &sums, &bias, &y, &ldyi, &mi, &ni, &act, &glu, &half, &half_bf
+        )
+    }
+}

@@ -18,7 +18,7 @@
 # __init__.py stub) under carry/bench/site. Knobs:
 #   STAGES       default "kernels sampling parity paging bench profile"; also detail, nsys
 #   SHAPES       default "qwen2.5-1.5b qwen2.5-0.5b"; PRECISIONS default fp16
-#   MODES        default "graph eager"; also nopdl, nogemm, staged, split, nocluster, scalar4
+#   MODES        default "graph eager"; also nopdl, nogemm, pipe, nocluster, scalar4
 #   DECODE_TOKENS (256), BUDGET_S (530), BIN_DIR (carry/cuda: where the binaries are)
 #   PROFILE_SHAPE (qwen2.5-1.5b), PROFILE_PRECISION (fp16): the model profiled is
 #                <shape>-<precision>-cuda, made by the bench stage
@@ -69,15 +69,15 @@ if want bench && [[ -d carry/bench/site ]]; then
             [[ -f "$dir/genai_config.json" ]] || { echo "$shape $precision: not made"; tail -3 "$out/make.log"; continue; }
             for mode in ${MODES:-graph eager}; do
                 # graph: the default (an empty switch is unset); eager: no graph; nopdl: graph, plain launches;
-                # nogemm: graph, prompts through the GEMV kernels; staged / split: graph,
-                # the shared-memory-staged decode GEMV or the warp-count split rule (GENAI_BRIDGE_DECODE_GEMV); nocluster: graph, decode
+                # nogemm: graph, prompts through the GEMV kernels; pipe: graph, the one-row dense
+                # GEMVs on the pipe rule (GENAI_BRIDGE_DECODE_GEMV); nocluster: graph, decode
                 # attention merges its splits through global memory; scalar4: graph, int4
                 # layers through the scalar one-row kernel instead of the tensor cores.
                 GENAI_BRIDGE_CUDA_GRAPH=$([[ $mode == eager ]] && echo 0 || echo 1) \
                     GENAI_BRIDGE_PDL=$([[ $mode == nopdl ]] && echo 0 || echo 1) \
                     GENAI_BRIDGE_PREFILL_GEMM=$([[ $mode == nogemm ]] && echo 0 || echo 1) \
-                    GENAI_BRIDGE_DECODE_GEMV=$([[ $mode == staged || $mode == split ]] && echo "$mode") \
-                    GENAI_BRIDGE_DECODE_CLUSTER=$([[ $mode == nocluster ]] && echo 0) \
+                    GENAI_BRIDGE_DECODE_GEMV=$([[ $mode == pipe ]] && echo pipe || echo auto) \
+                    GENAI_BRIDGE_DECODE_CLUSTER=$([[ $mode == nocluster ]] && echo 0 || echo auto) \
                     GENAI_BRIDGE_INT4_MMA=$([[ $mode == scalar4 ]] && echo 0 || echo 1) \
                     timeout 90 "$bin/genai-bridge" bench "$dir" \
                     --backend native --device cuda --prompt-tokens 128 \

@@ -52,29 +52,23 @@ impl Ops<'_> {
         halves: Halves,
     ) -> Result<Option<HalfCopy>, Error> {
         match (gemm_blas(blas, s.m, false), GemmType::of(kernel)) {
-            (Some(blas), Some(ty)) => {
-                // The GEMM reads and writes what the GEMV kernel would over `s`.
-                let (w, x, bias, y) = d.check("cublasGemmEx", ty.size(), &s)?;
-                self.gemm(blas, ty, w, x, bias, y, s, act, halves)
-            }
+            (Some(blas), Some(ty)) => self.gemm(blas, ty, d, s, act, halves),
             _ => self.gemv(kernel, d, s, act).map(|()| None),
         }
     }
 
     /// y = x W (+ bias) through cuBLAS, with the GEMV kernels' epilogue (`LinearShape::glu`).
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm(
         &self,
         blas: &Blas,
         ty: GemmType,
-        w: DevPtr,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
+        d: &DenseLinear<'_>,
         s: LinearShape,
         act: i32,
         halves: Halves,
     ) -> Result<Option<HalfCopy>, Error> {
+        // The GEMM reads and writes what the GEMV kernel would over `s`.
+        let (w, x, bias, y) = d.check("cublasGemmEx", ty.size(), &s)?;
         self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
             blas.gemm(ty, ColMajor::of(s.m, s.k, s.n, ldb, ldc)?, (w, b, c))
         })

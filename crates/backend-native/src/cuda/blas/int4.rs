@@ -38,10 +38,7 @@ impl Ops<'_> {
         match gemm_blas(blas, s.m, true) {
             Some(blas) => {
                 let layer = (form.block, form.integral_zp);
-                // The dequantisation and the GEMM read and write what the GEMV would.
-                let [packed, scales, zp, x, bias, y] = l.check("gemm_int4", &s, form.block, 4)?;
-                let parts = (packed, scales, zp);
-                self.gemm_int4(blas, parts, layer, prompt, x, bias, y, s, act, halves)
+                self.gemm_int4(blas, l, layer, prompt, s, act, halves)
             }
             None => self.gemv_int4_f32(l, form, s, act).map(|()| None),
         }
@@ -53,12 +50,9 @@ impl Ops<'_> {
     pub fn gemm_int4(
         &self,
         blas: &Blas,
-        (packed, scales, zp): Int4Parts,
+        l: &Int4Linear<'_>,
         (block, integral_zp): (usize, bool),
         ty: GemmType,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
         s: LinearShape,
         act: i32,
         halves: Halves,
@@ -70,6 +64,8 @@ impl Ops<'_> {
                 why: format!("block size {block} is not even"),
             });
         }
+        // The dequantisation and the GEMM read and write what the GEMV would (f32 zero points).
+        let [packed, scales, zp, x, bias, y] = l.check("gemm_int4", &s, block, 4)?;
         let cols = dequant_cols_in(k, n, self.k.tuning.dequant_values);
         if cols * k * ty.size() > blas.dequant.len {
             return Err(Error::Invalid {

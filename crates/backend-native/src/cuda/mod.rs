@@ -8,6 +8,7 @@ mod choose;
 pub mod compile;
 mod decoder;
 mod device;
+mod forward;
 pub mod gemv_timing;
 mod graph;
 mod host;

@@ -14,7 +14,7 @@ use crate::cuda::model::{DevLayer, DevModel, DevNorm, DevRotary};
 use crate::cuda::pass::Pass;
 use crate::cuda::span::DevSpan;
 use crate::cuda::state::Buffers;
-use crate::cuda::weights::{DevLinear, XForms};
+use crate::cuda::weights::{DevLinear, LinearIo, XForms};
 use crate::error::Error;
 
 /// Enqueues one forward pass over `m` new tokens (ids and step already on the device) ending
@@ -89,16 +89,13 @@ pub(crate) fn enqueue(
             y: None,
         };
         let forms = XForms { halves, ..scratch };
-        p.run(
-            ops,
-            input.x,
-            input.width,
-            b.delta.span(),
-            hidden,
-            m,
-            act_p,
-            forms,
-        )?;
+        let io = LinearIo {
+            x: input.x,
+            ldx: input.width,
+            y: b.delta.span(),
+            ldy: hidden,
+        };
+        p.run(ops, io, m, act_p, forms)?;
         residual_norm(n, Some(&b.delta), half)
     };
     // The first norm has no residual to add (with no layers, the final norm).
@@ -123,8 +120,13 @@ pub(crate) fn enqueue(
     let y = (b.logits.span(), model.vocab);
     model
         .lm_head
-        .run_glu(ops, (last, hidden), y, 1, act, -1, scratch)
+        .run_glu(ops, io(last, hidden, y), 1, act, -1, scratch)
         .map(|_| ())
+}
+
+/// A linear's x (rows `ldx` apart) and y (a span, rows apart).
+fn io<'a>(x: DevSpan<'a, f32>, ldx: usize, (y, ldy): (DevSpan<'a, f32>, usize)) -> LinearIo<'a> {
+    LinearIo { x, ldx, y, ldy }
 }
 
 /// A linear's input: x `[m, width]` and its half copy where the kernel writing it made one.
@@ -135,7 +137,6 @@ struct Input<'a> {
     half: Option<HalfCopy>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn attention_block<'a>(
     ops: &Pass<'_>,
     model: &DevModel,
@@ -149,7 +150,7 @@ fn attention_block<'a>(
     let (hidden, ld, hs) = (model.hidden, l.qkv_width(), l.head_size);
     for (p, col) in &l.qkv.parts {
         let y = (b.qkv.span_from(*col)?, ld);
-        p.run_glu(ops, (b.normed.span(), hidden), y, m, act, -1, forms)?;
+        p.run_glu(ops, io(b.normed.span(), hidden, y), m, act, -1, forms)?;
     }
     let heads_norm = [
         (&l.q_norm, 0, l.heads),
@@ -291,7 +292,8 @@ fn mlp_block<'a>(
         let (x, h) = ((b.normed.span(), p.k), (b.h.span(), w));
         let y = ops.half_copy(m, w, common_half([mlp.down.prompt_gemm(ops, m)]));
         let halves = Halves { y, ..forms.halves };
-        let half = p.run_glu(ops, x, h, m, 0, mlp.activation, XForms { halves, ..forms })?;
+        let forms = XForms { halves, ..forms };
+        let half = p.run_glu(ops, io(x.0, x.1, h), m, 0, mlp.activation, forms)?;
         return Ok(Input {
             x: b.h.span(),
             width: w,
@@ -301,7 +303,7 @@ fn mlp_block<'a>(
     let gu_ld = if mlp.gated { 2 * w } else { w };
     for (p, col) in &mlp.parts {
         let y = (b.gu.span_from(*col)?, gu_ld);
-        p.run_glu(ops, (b.normed.span(), p.k), y, m, 0, -1, forms)?;
+        p.run_glu(ops, io(b.normed.span(), p.k, y), m, 0, -1, forms)?;
     }
     let down_in = if mlp.gated {
         ops.gated(b.gu.span(), b.h.span(), (m, w), mlp.activation)?;

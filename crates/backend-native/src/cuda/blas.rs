@@ -17,7 +17,7 @@ mod handle;
 mod int4;
 mod route;
 mod slices;
-pub(crate) use dense::{gemm_blas, half_copy};
+pub(crate) use dense::{Epilogue, gemm_blas, half_copy};
 pub use handle::cublas_available;
 pub(crate) use handle::{Blas, GemmScratch};
 pub(crate) use int4::skinny_takes;

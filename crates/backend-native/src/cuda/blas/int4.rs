@@ -8,7 +8,7 @@
 //! (kernels/int4_skinny.cu: the same rounded weights, dequantised in the kernel's own loads).
 //! CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
-use super::dense::{elementwise_blocks, gemm_blas};
+use super::dense::{GemmIo, elementwise_blocks, gemm_blas};
 use super::handle::{Blas, ColMajor};
 use super::slices::dequant_cols_in;
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
@@ -64,8 +64,14 @@ impl Ops<'_> {
                 why: format!("block size {block} is not even"),
             });
         }
-        // The dequantisation and the GEMM read and write what the GEMV would (f32 zero points).
-        let [packed, scales, zp, x, bias, y] = l.check("gemm_int4", &s, block, 4)?;
+        // The dequantisation reads the weight the GEMV would (f32 zero points); `gemm_with`
+        // checks x, the bias and y.
+        let [packed, scales, zp] = l.check_weight("gemm_int4", &s, block, 4)?;
+        let io = GemmIo {
+            x: l.x,
+            bias: l.bias,
+            y: l.y,
+        };
         let cols = dequant_cols_in(k, n, self.k.tuning.dequant_values);
         if cols * k * ty.size() > blas.dequant.len {
             return Err(Error::Invalid {
@@ -81,7 +87,7 @@ impl Ops<'_> {
         let f = self.k.get(name)?;
         let (ki, bs) = (int("k", k)?, int("block", block)?);
         let scratch = blas.dequant.ptr;
-        self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
+        self.gemm_with(blas, ty, io, s, act, halves, |b, ldb, c, ldc| {
             let layer = (k, block, integral_zp);
             let rows = (s.m, self.k.tuning.int4_skinny_rows);
             let entry = skinny_entry(ty, rows, layer, (packed, b, ldb)).filter(|_| self.k.mma);

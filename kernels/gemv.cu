@@ -132,7 +132,7 @@ extern "C" __global__ void __launch_bounds__(256)
 
 // DEC_WARPS, DEC_COLS, load_stream16 and the epilogue (decode_reduce_store): prelude.cuh.
 // DEC_BOUNDS: the one-row kernels' launch bounds. None of 64, 80 or 48 registers (8, 1, 10
-// blocks an SM forced by a second bound) beat 68 on the H200 without the L2 policy (CUDA_NOTES,
+// blocks an SM forced by a second bound) beat 68 on the H200 without the L2 policy (docs/cuda.md,
 // round 9); with it (W_EVICT, the default) the walk takes 64 (8 blocks an SM). The wave-aware
 // split follows the resident blocks, so the outputs change with them.
 // DEC_UNITS: 16-byte loads per column per lane in a round. 2 or 8, or the next round's loads

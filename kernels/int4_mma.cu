@@ -25,7 +25,7 @@
 
 #define I4M_WARPS 8
 // Blocks per SM the launch bounds leave registers for (110 registers at 2; 3 spills and lost,
-// CUDA_NOTES round 10).
+// docs/cuda.md round 10).
 #define I4M_MIN_BLOCKS 2
 // Chunks per row a lane loads per round (two rows: 128 bytes of weights in flight per lane);
 // fewer chunks a round, or the next round in flight during the current one, lost (round 13).

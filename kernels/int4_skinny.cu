@@ -30,7 +30,7 @@
 #define SKINNY_TILES 4
 #define SKINNY_COLS (8 * SKINNY_TILES)
 // Blocks an SM the launch bounds leave registers for (128 registers: a quad in flight a warp;
-// three blocks with no quad ahead spilled and lost up to 49%, CUDA_NOTES round 37).
+// three blocks with no quad ahead spilled and lost up to 49%, docs/cuda.md round 37).
 #define SKINNY_MIN_BLOCKS 2
 
 // One lane's share of a quad for its four columns: 16 packed bytes each, the scale as a pair

@@ -300,7 +300,7 @@ __device__ __forceinline__ int load_stream_u8(const u8* p) {
     return (int)v;
 }
 
-// W_EVICT (a define; CUDA_NOTES rounds 22-23): a mask of the dense one-row entries whose weight
+// W_EVICT (a define; docs/cuda.md rounds 22-23): a mask of the dense one-row entries whose weight
 // streams are L2 evict-first through a cache policy (the `.L2::evict_first` qualifier itself
 // takes only 32-byte loads), so the small per-step data (KV cache, activations, norm weights,
 // cos/sin rows) outlives them in L2: each weight is read once a step, and a step streams far

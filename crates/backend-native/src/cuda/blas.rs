@@ -17,9 +17,12 @@ mod handle;
 mod int4;
 mod route;
 mod slices;
+#[cfg(feature = "lab")]
+pub(crate) use dense::Epilogue;
 pub(crate) use dense::{gemm_blas, half_copy};
 pub use handle::cublas_available;
 pub(crate) use handle::{Blas, GemmScratch};
+#[cfg(feature = "lab")]
 pub(crate) use int4::skinny_takes;
 pub(crate) use route::choose;
 

@@ -293,7 +293,7 @@ impl HostLinear {
     /// every scale is exactly an f16) beside the f32 ones, and one-row steps read those
     /// (`gemv_decode_int4_mma_s16`): half the scale bytes for the same values, for that part's
     /// room in device memory. Only the f32 scales measured 2-3% slower on the H200's 1.5B/8B int4
-    /// shapes (CUDA_NOTES round 13).
+    /// shapes (docs/cuda.md round 13).
     pub fn into_image_with(self, half_scales: bool) -> Image {
         let (mut bytes, form, mut parts) = match self.weight {
             HostWeight::Dense { kernel, nk } => (nk, Form::Dense { kernel }, Parts::default()),

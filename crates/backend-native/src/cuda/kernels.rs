@@ -28,14 +28,18 @@ mod waves;
 
 pub(crate) use chunk::{ATTN_CHUNK, CHUNK};
 pub(crate) use decode::DecodeCall;
-pub(crate) use decode_device::{DecodeHeads, DecodeMode, Trigger, decode_splits};
+pub(crate) use decode_device::DecodeHeads;
+#[cfg(feature = "lab")]
+pub(crate) use decode_device::{DecodeMode, Trigger, decode_splits};
 pub(crate) use halves::{GemmType, HalfCopy, Halves, common_half};
 pub(crate) use int4::{Int4Fp32, Int4Linear};
 pub(crate) use int4_mma::int4_mma_form;
 pub(crate) use kv::{KvCache, KvKind};
+#[cfg(feature = "lab")]
 pub(crate) use one_row::{OneRow, RowKernel};
 pub(crate) use ops::{DenseLinear, Ops};
 pub(crate) use prompt::PromptAttention;
+#[cfg(feature = "lab")]
 pub(crate) use prompt_device::{PromptKernel, mma_spans};
 pub(crate) use registry::Kernels;
 pub(crate) use rows::{ARGMAX_PARTS, Embedding, NormRows, RotaryAppend, SkipNorm};

@@ -69,14 +69,18 @@ pub(crate) fn grid_dim(what: &'static str, v: usize) -> Result<u32, Error> {
     })
 }
 
-/// Launches `$f` on `$stream` with the given config and arguments (each a local value).
+/// Launches `$f` on `$stream` with the given config and arguments (each a local value). Every
+/// wrapper using it passes device addresses that [`DevSpan::need`](crate::cuda::span::DevSpan)
+/// checked against the extents its dimensions make the kernel read or write, or scratch of
+/// the wrapper's own whose size it checked (the GEMM scratch, a half copy's `len`).
 macro_rules! launch {
     ($ops:expr, $f:expr, $cfg:expr, $($arg:expr),+ $(,)?) => {{
         let mut params = [$($crate::cuda::launch::param($arg)),+];
         // SAFETY: every argument matches the kernel's C signature in kernels/*.cu (device
-        // addresses as u64, int as i32, float as f32), the addresses point to live
-        // allocations sized by `state.rs` for the dimensions passed alongside them, and
-        // `params` (pointers to those arguments) outlives the call, which copies them.
+        // addresses as u64, int as i32, float as f32); each address was checked by the wrapper
+        // to hold what the dimensions passed alongside it make the kernel read or write (a
+        // span's `need`, or the scratch lengths the GEMM frame compares); and `params`
+        // (pointers to those arguments) outlives the call, which copies them.
         unsafe { $crate::cuda::launch::launch_raw($ops.stream, $f, $cfg, &mut params, $ops.pdl) }
     }};
 }

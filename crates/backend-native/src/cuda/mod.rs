@@ -8,6 +8,7 @@ mod choose;
 pub mod compile;
 mod decoder;
 mod device;
+mod forward;
 #[cfg(feature = "lab")]
 pub mod gemv_timing;
 mod graph;

@@ -50,6 +50,7 @@ impl<'a, T> DevSpan<'a, T> {
     }
 
     /// The same memory as bytes.
+    #[cfg(feature = "lab")]
     pub fn as_bytes(self) -> DevSpan<'a, u8> {
         DevSpan {
             ptr: self.ptr,

@@ -47,6 +47,15 @@ pub(crate) struct XForms<'a> {
     pub halves: Halves,
 }
 
+/// What a linear reads and writes: x `[m, k]` with rows `ldx` apart, y with rows `ldy` apart.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LinearIo<'a> {
+    pub x: DevSpan<'a, f32>,
+    pub ldx: usize,
+    pub y: DevSpan<'a, f32>,
+    pub ldy: usize,
+}
+
 impl DevLinear {
     /// A prepared layer, not placed yet, keeping f16 scales where `half_scales` and the layer
     /// suit them (`CudaTuning::int4_half_scales`).
@@ -179,35 +188,35 @@ impl DevLinear {
     }
 
     /// y `[m, n]` (rows `ldy` apart) = x `[m, k]` (rows `ldx` apart) W (+ bias).
-    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         ops: &Pass<'_>,
-        x: DevSpan<'_, f32>,
-        ldx: usize,
-        y: DevSpan<'_, f32>,
-        ldy: usize,
+        io: LinearIo<'_>,
         m: usize,
         act: i32,
         forms: XForms<'_>,
     ) -> Result<Option<HalfCopy>, Error> {
-        self.run_glu(ops, (x, ldx), (y, ldy), m, act, -1, forms)
+        self.run_glu(ops, io, m, act, -1, forms)
     }
 
     /// [`DevLinear::run`]; with `glu >= 0` the outputs are (gate, up) pairs and y gets
     /// `n / 2` values act(gate) * up (`glu` the activation). Returns y's half copy where a GEMM
     /// epilogue wrote it (`XForms::halves`).
-    #[allow(clippy::too_many_arguments)]
     pub fn run_glu(
         &self,
         ops: &Pass<'_>,
-        (x_span, ldx): (DevSpan<'_, f32>, usize),
-        (y_span, ldy): (DevSpan<'_, f32>, usize),
+        io: LinearIo<'_>,
         m: usize,
         act: i32,
         glu: i32,
         forms: XForms<'_>,
     ) -> Result<Option<HalfCopy>, Error> {
+        let LinearIo {
+            x: x_span,
+            ldx,
+            y: y_span,
+            ldy,
+        } = io;
         let shape = LinearShape {
             m,
             k: self.k,

@@ -6,6 +6,7 @@ use super::handle::{Blas, ColMajor, MIN_ROWS};
 use crate::cuda::kernels::{DenseLinear, GemmType, HalfCopy, Halves, LinearShape, Ops};
 use crate::cuda::launch::{cfg, int, launch};
 use crate::cuda::memory::DevPtr;
+use crate::cuda::span::{DevSpan, need_opt};
 use crate::error::Error;
 
 /// Blocks of an elementwise kernel over `total` values (256 threads a block, the kernels
@@ -39,6 +40,28 @@ pub(crate) fn half_copy(
     })
 }
 
+/// x, the bias and y of a GEMM linear (`LinearShape`'s extents).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GemmIo<'a> {
+    pub x: DevSpan<'a, f32>,
+    pub bias: Option<DevSpan<'a, f32>>,
+    pub y: DevSpan<'a, f32>,
+}
+
+/// One GEMM epilogue (`gemm_epilogue_f32`): y (rows `ldy` apart) from the sums `[m, n]`, the
+/// bias `[n]`, rounding to `act` or the GLU pairing `glu`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Epilogue<'a> {
+    pub sums: DevSpan<'a, f32>,
+    pub bias: Option<DevSpan<'a, f32>>,
+    pub y: DevSpan<'a, f32>,
+    pub ldy: usize,
+    pub m: usize,
+    pub n: usize,
+    pub act: i32,
+    pub glu: i32,
+}
+
 impl Ops<'_> {
     /// A dense linear layer: through cuBLAS for `MIN_ROWS` rows or more when the pass has a
     /// handle (`blas`), else the GEMV kernel `kernel`. Returns y's half copy if the GEMM wrote it.
@@ -52,35 +75,35 @@ impl Ops<'_> {
         halves: Halves,
     ) -> Result<Option<HalfCopy>, Error> {
         match (gemm_blas(blas, s.m, false), GemmType::of(kernel)) {
-            (Some(blas), Some(ty)) => {
-                // The GEMM reads and writes what the GEMV kernel would over `s`.
-                let (w, x, bias, y) = d.check("cublasGemmEx", ty.size(), &s)?;
-                self.gemm(blas, ty, w, x, bias, y, s, act, halves)
-            }
+            (Some(blas), Some(ty)) => self.gemm(blas, ty, d, s, act, halves),
             _ => self.gemv(kernel, d, s, act).map(|()| None),
         }
     }
 
     /// y = x W (+ bias) through cuBLAS, with the GEMV kernels' epilogue (`LinearShape::glu`).
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm(
         &self,
         blas: &Blas,
         ty: GemmType,
-        w: DevPtr,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
+        d: &DenseLinear<'_>,
         s: LinearShape,
         act: i32,
         halves: Halves,
     ) -> Result<Option<HalfCopy>, Error> {
-        self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
+        // The GEMM reads the weight the GEMV kernel would over `s` (`gemm_with` checks the
+        // rest).
+        let w = d.w.need("cublasGemmEx", "w", s.n * s.k * ty.size())?;
+        let io = GemmIo {
+            x: d.x,
+            bias: d.bias,
+            y: d.y,
+        };
+        self.gemm_with(blas, ty, io, s, act, halves, |b, ldb, c, ldc| {
             blas.gemm(ty, ColMajor::of(s.m, s.k, s.n, ldb, ldc)?, (w, b, c))
         })
     }
 
-    /// The frame of a GEMM linear: checks, x cast to `ty` when it is 16 bits (unless
+    /// The frame of a GEMM linear: checks (`io` against `s`'s extents), x cast to `ty` when it is 16 bits (unless
     /// `halves.x` holds it so), the sums written by `sums(b, ldb, c, ldc)` (B = x as the GEMM
     /// reads it, C = y or the scratch), then the epilogue where the layer has one, which also
     /// writes `halves.y`. Returns y's half copy if it was written.
@@ -89,9 +112,7 @@ impl Ops<'_> {
         &self,
         blas: &Blas,
         ty: GemmType,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
+        io: GemmIo<'_>,
         s: LinearShape,
         act: i32,
         halves: Halves,
@@ -116,6 +137,10 @@ impl Ops<'_> {
         if blas.stream.cu_stream() != self.stream.cu_stream() {
             return Err(bad("the cuBLAS handle issues on another stream".into()));
         }
+        const WHAT: &str = "GEMM linear";
+        let x = io.x.need(WHAT, "x", s.x_extent())?;
+        let bias = need_opt(io.bias, WHAT, "bias", n)?;
+        let y = io.y.need(WHAT, "y", s.y_extent())?;
         let (b, ldb) = match (ty.cast_kernel(), halves.x) {
             (None, _) => (x, ldx),
             (Some(_), Some(h)) if h.ty == ty => {
@@ -150,7 +175,17 @@ impl Ops<'_> {
             return Ok(None);
         }
         let half = halves.y.filter(|h| m * cols <= h.len);
-        self.gemm_epilogue(blas.out.ptr, bias, (y, ldy), m, n, act, glu, half)?;
+        let e = Epilogue {
+            sums: blas.out.span(),
+            bias: io.bias,
+            y: io.y,
+            ldy,
+            m,
+            n,
+            act,
+            glu,
+        };
+        self.gemm_epilogue(&e, half)?;
         Ok(half)
     }
 
@@ -158,18 +193,16 @@ impl Ops<'_> {
     /// (bias, rounding to the `act` precision); `glu >= 0`, `[m, n / 2]` act(gate) * up over
     /// the (gate, up) column pairs. With `half`, y is also written there rounded to its type
     /// (rows of y's values apart).
-    #[allow(clippy::too_many_arguments)]
-    pub fn gemm_epilogue(
-        &self,
-        sums: DevPtr,
-        bias: DevPtr,
-        (y, ldy): (DevPtr, usize),
-        m: usize,
-        n: usize,
-        act: i32,
-        glu: i32,
-        half: Option<HalfCopy>,
-    ) -> Result<(), Error> {
+    pub fn gemm_epilogue(&self, e: &Epilogue<'_>, half: Option<HalfCopy>) -> Result<(), Error> {
+        const K: &str = "gemm_epilogue_f32";
+        let Epilogue {
+            ldy,
+            m,
+            n,
+            act,
+            glu,
+            ..
+        } = *e;
         let cols = if glu >= 0 { n / 2 } else { n };
         if ldy < cols || (glu >= 0 && !n.is_multiple_of(2)) {
             return Err(Error::Invalid {
@@ -177,8 +210,21 @@ impl Ops<'_> {
                 why: format!("m {m}, n {n}, ldy {ldy}, glu {glu}"),
             });
         }
+        // The kernel walks the m x cols outputs: sums [m, n], y rows ldy apart.
+        let y_end = if m == 0 { 0 } else { (m - 1) * ldy + cols };
+        let sums = e.sums.need(K, "sums", m * n)?;
+        let bias = need_opt(e.bias, K, "bias", n)?;
+        let y = e.y.need(K, "y", y_end)?;
+        if let Some(h) = half.filter(|h| h.len < m * cols) {
+            return Err(Error::BadExtent {
+                kernel: K,
+                arg: "half",
+                needed: m * cols,
+                given: h.len,
+            });
+        }
         let (mi, ni, ldyi) = (int("m", m)?, int("n", n)?, int("ldy", ldy)?);
-        let f = self.k.get("gemm_epilogue_f32")?;
+        let f = self.k.get(K)?;
         let c = cfg((elementwise_blocks(m * cols), 1, 1), 256, 0);
         let (half, half_bf) = HalfCopy::args(half);
         launch!(

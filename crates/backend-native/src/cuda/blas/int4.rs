@@ -8,7 +8,7 @@
 //! (kernels/int4_skinny.cu: the same rounded weights, dequantised in the kernel's own loads).
 //! CompInt8 layers (int8 activations) keep the GEMV kernels: their semantics differ.
 
-use super::dense::{elementwise_blocks, gemm_blas};
+use super::dense::{GemmIo, elementwise_blocks, gemm_blas};
 use super::handle::{Blas, ColMajor};
 use super::slices::dequant_cols_in;
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
@@ -38,10 +38,7 @@ impl Ops<'_> {
         match gemm_blas(blas, s.m, true) {
             Some(blas) => {
                 let layer = (form.block, form.integral_zp);
-                // The dequantisation and the GEMM read and write what the GEMV would.
-                let [packed, scales, zp, x, bias, y] = l.check("gemm_int4", &s, form.block, 4)?;
-                let parts = (packed, scales, zp);
-                self.gemm_int4(blas, parts, layer, prompt, x, bias, y, s, act, halves)
+                self.gemm_int4(blas, l, layer, prompt, s, act, halves)
             }
             None => self.gemv_int4_f32(l, form, s, act).map(|()| None),
         }
@@ -53,12 +50,9 @@ impl Ops<'_> {
     pub fn gemm_int4(
         &self,
         blas: &Blas,
-        (packed, scales, zp): Int4Parts,
+        l: &Int4Linear<'_>,
         (block, integral_zp): (usize, bool),
         ty: GemmType,
-        x: DevPtr,
-        bias: DevPtr,
-        y: DevPtr,
         s: LinearShape,
         act: i32,
         halves: Halves,
@@ -70,6 +64,14 @@ impl Ops<'_> {
                 why: format!("block size {block} is not even"),
             });
         }
+        // The dequantisation reads the weight the GEMV would (f32 zero points); `gemm_with`
+        // checks x, the bias and y.
+        let [packed, scales, zp] = l.check_weight("gemm_int4", &s, block, 4)?;
+        let io = GemmIo {
+            x: l.x,
+            bias: l.bias,
+            y: l.y,
+        };
         let cols = dequant_cols_in(k, n, self.k.tuning.dequant_values);
         if cols * k * ty.size() > blas.dequant.len {
             return Err(Error::Invalid {
@@ -85,7 +87,7 @@ impl Ops<'_> {
         let f = self.k.get(name)?;
         let (ki, bs) = (int("k", k)?, int("block", block)?);
         let scratch = blas.dequant.ptr;
-        self.gemm_with(blas, ty, x, bias, y, s, act, halves, |b, ldb, c, ldc| {
+        self.gemm_with(blas, ty, io, s, act, halves, |b, ldb, c, ldc| {
             let layer = (k, block, integral_zp);
             let rows = (s.m, self.k.tuning.int4_skinny_rows);
             let entry = skinny_entry(ty, rows, layer, (packed, b, ldb)).filter(|_| self.k.mma);

@@ -5,13 +5,14 @@
 use super::ahead::Ahead;
 use super::shared::{Shared, engine_error};
 use crate::cuda::choose::{Chooser, process_ids};
+use crate::cuda::forward::enqueue;
 use crate::cuda::graph::StepGraph;
 use crate::cuda::kernels::{CHUNK, Ops};
 use crate::cuda::launch::launch_error;
 use crate::cuda::memory::DevPtr;
 use crate::cuda::pager::PagerPass;
 use crate::cuda::pass::Pass;
-use crate::cuda::state::{Buffers, enqueue};
+use crate::cuda::state::Buffers;
 use crate::cuda::step_clock::{Point, StepEvents};
 use crate::error::Error;
 use crate::paging::Reservation;

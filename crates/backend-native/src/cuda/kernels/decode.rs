@@ -364,7 +364,7 @@ mod tests {
         }
     }
 
-    /// The cluster and trigger rule (CUDA_NOTES round 19), and the switches over it.
+    /// The cluster and trigger rule (docs/cuda.md round 19), and the switches over it.
     #[test]
     fn behind_a_ragged_qkv_the_splits_merge_through_global_memory_and_trigger_after_the_wait() {
         let h200 = h200();

@@ -154,7 +154,7 @@ impl DecodeDevice {
             .find(|&r| decode_stage_bytes(hs, r, kv) <= self.dynamic_max)
     }
 
-    /// The mode for a geometry. The rule (H200, CUDA_NOTES round 19; fp16, 128-token prompt,
+    /// The mode for a geometry. The rule (H200, docs/cuda.md round 19; fp16, 128-token prompt,
     /// 256 decode tokens): behind a qkv projection that fits in flight at once, the splits merge
     /// in clusters and the next kernel may start at once (global merges: Qwen2.5-0.5B -6%,
     /// Qwen2.5-1.5B -3.5%, Llama-3.2-1B -4.2% with its 128 blocks); behind a

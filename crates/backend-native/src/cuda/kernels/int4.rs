@@ -55,14 +55,31 @@ impl Int4Linear<'_> {
         block: usize,
         zp_bytes: usize,
     ) -> Result<[DevPtr; 6], Error> {
+        let [packed, scales, zp] = self.check_weight(kernel, s, block, zp_bytes)?;
+        Ok([
+            packed,
+            scales,
+            zp,
+            self.x.need(kernel, "x", s.x_extent())?,
+            need_opt(self.bias, kernel, "bias", s.n)?,
+            self.y.need(kernel, "y", s.y_extent())?,
+        ])
+    }
+
+    /// The weight's addresses (packed, f32 scales, zero points or 0), checked as
+    /// [`Int4Linear::check`] checks them.
+    pub(crate) fn check_weight(
+        &self,
+        kernel: &'static str,
+        s: &LinearShape,
+        block: usize,
+        zp_bytes: usize,
+    ) -> Result<[DevPtr; 3], Error> {
         let blocks = s.n * s.k.div_ceil(block);
         Ok([
             self.packed.need(kernel, "packed", blocks * block / 2)?,
             self.scales.need(kernel, "scales", blocks)?,
             need_opt(self.zp, kernel, "zero points", blocks * zp_bytes)?,
-            self.x.need(kernel, "x", s.x_extent())?,
-            need_opt(self.bias, kernel, "bias", s.n)?,
-            self.y.need(kernel, "y", s.y_extent())?,
         ])
     }
 }

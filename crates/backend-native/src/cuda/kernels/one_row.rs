@@ -26,7 +26,7 @@ pub(super) fn row_plans(named: &[RowPlan]) -> HashMap<(usize, usize), OneRow> {
 /// The one-row linear layers' rule (`CudaTuning::decode_gemv`; unset: `Shared`, widened to
 /// `SharedWalk` for a model whose layers' dense linears can all run on the shared entry,
 /// `Kernels::fit_gemv_rule`): `Pipe` is the rule `Shared` builds on, `Shared` the narrow
-/// default (CUDA_NOTES rounds 18-19).
+/// default (docs/cuda.md rounds 18-19).
 pub(crate) use crate::settings::DecodeGemvRule as DecodeGemv;
 
 /// Whether the default rule widens to [`DecodeGemv::SharedWalk`] for a model whose layers'
@@ -34,7 +34,7 @@ pub(crate) use crate::settings::DecodeGemvRule as DecodeGemv;
 /// entry (and there is one), that is, every launch walks under [`DecodeGemv::Shared`]'s base
 /// rule and has all its blocks resident with their weights in shared memory. A layer that mixes
 /// shared launches with walks or pipelined ones loses. H200, fp16, the shared entries' carveout
-/// left to the driver: Qwen2.5-0.5B, every layer GEMV shared, 1,443 → 1,511 tok/s (CUDA_NOTES
+/// left to the driver: Qwen2.5-0.5B, every layer GEMV shared, 1,443 → 1,511 tok/s (docs/cuda.md
 /// round 19); Qwen2.5-1.5B, qkv and o shared between the MLP's walk and pipelined launches,
 /// 782.6 → 771 (round 19); Llama-3.2-1B, qkv and o shared, gate/up (4,096 blocks) and down
 /// (1,024) too many blocks to be resident, 980 → 926 (round 21). The cause is the layer's mix,
@@ -55,7 +55,7 @@ pub(super) fn widens(plans: impl IntoIterator<Item = OneRow>) -> bool {
 /// all at once: the walk kernel with more blocks than the `walk` it holds at once or more
 /// than one load round a warp, or the pipelined kernel (three or more rounds); not the shared
 /// entry (every block resident with all its weights) or an unknown resident count (0).
-/// H200, CUDA_NOTES round 19: behind such a qkv projection (Llama-3-8B's 3,072 walk blocks)
+/// H200, docs/cuda.md round 19: behind such a qkv projection (Llama-3-8B's 3,072 walk blocks)
 /// the decode attention's clusters lost 1.8%; behind a qkv held at once (Qwen2.5-0.5B, 1.5B,
 /// Llama-3.2-1B) global merges lost 3.5-6%.
 pub(super) fn ragged(s: &LinearShape, plan: OneRow, walk: usize) -> bool {

@@ -103,6 +103,7 @@ impl Kernels {
     }
 
     /// Whether a block of `plan` for `kind` over `s` gets the shared memory it takes here.
+    #[cfg(feature = "lab")]
     pub(crate) fn one_row_fits(&self, kind: &'static str, s: &LinearShape, plan: OneRow) -> bool {
         plan.shared_bytes(kind, s) <= self.shared_limit()
     }

@@ -6,7 +6,7 @@
 //! once, each holding its weights in shared memory, runs there at the split the default rule
 //! gave it, so its bits are the default's.
 //!
-//! Why (CUDA_NOTES round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
+//! Why (docs/cuda.md round 17): left out of the captured step one class at a time, the Qwen2.5-0.5B
 //! gate/up GEMV costs 8.1 µs of the step for 17.4 MB (4.1 µs at the measured bandwidth), its
 //! 1,216 blocks one wave and a third of the 924 `gemv_decode_f16` an H200 holds, each with one
 //! round of loads in registers; the register file bounds what a launch has in flight before its
@@ -45,7 +45,7 @@ pub(super) fn slots_bytes(k: usize, split: usize, weight_bytes: usize) -> usize 
 /// Opts each shared entry into the device's largest dynamic shared memory per block, leaving
 /// the carveout (how an SM splits its L1 and shared memory) to the driver: the bytes a block
 /// may take, or 0 when the driver refuses (launches then stay within the 48 KB every block
-/// may take). CUDA_NOTES round 19: asking these entries for the whole carveout cost 2% of
+/// may take). docs/cuda.md round 19: asking these entries for the whole carveout cost 2% of
 /// Qwen2.5-0.5B's step with every GEMV on them, and 8% of Qwen2.5-1.5B's with only the qkv and
 /// o projections on them (an SM whose kernels in flight ask for different splits drains
 /// between them, the likely cause); asking every kernel for it cost 8% there too.

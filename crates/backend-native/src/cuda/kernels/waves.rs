@@ -3,7 +3,7 @@
 //! dependent load rounds, so the split with the fewest waves × rounds should finish first. The
 //! warp-count rule (`LinearShape::decode_split`) can leave a nearly empty last wave (1.5B qkv:
 //! 1,024 blocks where 924 fit). Measured on the H200 in the same runs: 1.5B fp16 +6.2%, 8B fp16
-//! +2.7%, 0.5B fp16 equal (CUDA_NOTES.md, round 7). Rows that leave a warp three or more rounds
+//! +2.7%, 0.5B fp16 equal (docs/cuda.md, round 7). Rows that leave a warp three or more rounds
 //! at that split go to the pipelined kernel at a split of its own (`one_row_plan`; round 10).
 
 use super::one_row::{OneRow, PIPE_ROUNDS, decode_kernel, decode_pipe_kernel};
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn eight_walk_blocks_an_sm_move_the_ties_and_the_second_waves() {
-        // 132 SMs × 8 blocks: the walk at 64 registers (its L2 policy, CUDA_NOTES round 22).
+        // 132 SMs × 8 blocks: the walk at 64 registers (its L2 policy, docs/cuda.md round 22).
         let eight = 1056;
         // Qwen2.5-1.5B qkv: split 4's 1,024 blocks now fit one wave of one round like split 2's
         // 512, so the tie goes to the default (4); at 924 split 4 took two waves.

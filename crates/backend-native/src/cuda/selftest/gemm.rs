@@ -10,9 +10,9 @@ use super::epilogue::{epilogue_limit, host_epilogue, max_abs};
 use super::gemm_check::{check, cpu_linear, gemm_type, in_slice, sum_tol};
 use super::linear::{Dt, rounded, weight_bytes};
 use super::{gemm_int4, halves};
-use crate::cuda::blas::{Blas, GemmScratch, cublas_available};
+use crate::cuda::blas::{Blas, Epilogue, GemmScratch, cublas_available};
 use crate::cuda::kernels::Halves;
-use crate::cuda::kernels::{LinearShape, Ops};
+use crate::cuda::kernels::{DenseLinear, LinearShape, Ops};
 use crate::error::Error;
 
 /// One case: `m` rows, `k` inputs (x rows `k + pad` apart), `n` outputs (with `glu >= 0`, `n`
@@ -152,10 +152,12 @@ fn case_checks(
         ops.gemm(
             blas,
             ty,
-            dw.ptr,
-            dx.ptr,
-            0,
-            y,
+            &DenseLinear {
+                w: dw.span(),
+                x: dx.span(),
+                bias: None,
+                y,
+            },
             shape(cols + 5, -1),
             0,
             Halves::default(),
@@ -191,10 +193,12 @@ fn case_checks(
         ops.gemm(
             blas,
             ty,
-            dw.ptr,
-            dx.ptr,
-            db.ptr,
-            y,
+            &DenseLinear {
+                w: dw.span(),
+                x: dx.span(),
+                bias: Some(db.span()),
+                y,
+            },
             shape(width + 7, glu),
             act,
             Halves::default(),
@@ -243,9 +247,18 @@ fn epilogue_checks(c: &Ctx, ops: &Ops<'_>, rng: &mut Rng) -> Result<Vec<Check>, 
     for (act, with_bias) in [(0, true), (1, true), (1, false), (2, true), (2, false)] {
         let b = with_bias.then_some(bias.as_slice());
         let want = host_epilogue(&sums, b, n, act, -1);
-        let dbias = if with_bias { db.ptr } else { 0 };
         let got = in_slice(c, (m, n, 1, n + 2), |y| {
-            ops.gemm_epilogue(ds.ptr, dbias, (y, n + 2), m, n, act, -1, None)
+            let e = Epilogue {
+                sums: ds.span(),
+                bias: with_bias.then(|| db.span()),
+                y,
+                ldy: n + 2,
+                m,
+                n,
+                act,
+                glu: -1,
+            };
+            ops.gemm_epilogue(&e, None)
         })?;
         let same = got
             .as_ref()

@@ -6,7 +6,7 @@ use super::common::{Check, Ctx, rel};
 use super::linear::Dt;
 use crate::cpu::kernels::{self as cpu, DenseWeight, Weight};
 use crate::cuda::kernels::GemmType;
-use crate::cuda::memory::DevPtr;
+use crate::cuda::span::DevSpan;
 use crate::error::Error;
 
 /// What y holds around the slice a call writes.
@@ -26,10 +26,10 @@ pub(super) fn gemm_type(dt: Dt) -> GemmType {
 pub(super) fn in_slice(
     c: &Ctx,
     (m, width, col0, ldy): (usize, usize, usize, usize),
-    call: impl FnOnce(DevPtr) -> Result<(), Error>,
+    call: impl FnOnce(DevSpan<'_, f32>) -> Result<(), Error>,
 ) -> Result<Option<Vec<f32>>, Error> {
     let y = c.up(&vec![UNTOUCHED; m * ldy])?;
-    call(y.ptr + 4 * col0 as u64)?;
+    call(y.span_from(col0)?)?;
     let all = c.down(&y, m * ldy)?;
     let mut slice = Vec::with_capacity(m * width);
     for (r, row) in all.chunks(ldy).enumerate() {

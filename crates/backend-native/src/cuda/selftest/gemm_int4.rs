@@ -13,7 +13,7 @@ use super::linear::{Dt, rounded};
 use crate::cpu::kernels::{self as cpu, Int4Weight, Scales, Weight, ZeroPoints};
 use crate::cuda::blas::{Blas, skinny_takes};
 use crate::cuda::kernels::{GemmType, Halves};
-use crate::cuda::kernels::{LinearShape, Ops};
+use crate::cuda::kernels::{Int4Linear, LinearShape, Ops};
 use crate::error::Error;
 
 /// One case: `m` rows, `k` inputs, `n` weight rows, block `bs`, zero points or the default 8,
@@ -151,7 +151,6 @@ pub(super) fn check_case(
 
     let (dp, ds, dz) = (c.up(&packed)?, c.up(&scales)?, c.up(&zf)?);
     let (dx, db) = (c.up(&x)?, c.up(&bias)?);
-    let parts = (dp.ptr, ds.ptr, if case.zp { dz.ptr } else { 0 });
     let with_epilogue = act != 0 || glu >= 0;
     let width = if glu >= 0 { n / 2 } else { n };
     let ldy = width + 3;
@@ -163,16 +162,21 @@ pub(super) fn check_case(
         ldy,
         glu,
     };
-    let bias_ptr = if with_epilogue { db.ptr } else { 0 };
     let got = in_slice(c, (m, width, 1, ldy), |y| {
+        let l = Int4Linear {
+            packed: dp.span(),
+            scales: ds.span(),
+            scales_f16: None,
+            zp: case.zp.then(|| dz.span().as_bytes()),
+            x: dx.span(),
+            bias: with_epilogue.then(|| db.span()),
+            y,
+        };
         ops.gemm_int4(
             blas,
-            parts,
+            &l,
             (bs, true),
             case.gemm_type(),
-            dx.ptr,
-            bias_ptr,
-            y,
             shape,
             act,
             Halves::default(),

@@ -8,8 +8,8 @@ use super::common::{Check, Ctx, Rng};
 use super::gemm_check::gemm_type;
 use super::linear::{Dt, bitwise_equal, rounded, weight_bytes};
 use crate::cuda::blas::Blas;
+use crate::cuda::kernels::{DenseLinear, LinearShape, NormRows, Ops, SkipNorm};
 use crate::cuda::kernels::{GemmType, HalfCopy, Halves};
-use crate::cuda::kernels::{LinearShape, NormRows, Ops, SkipNorm};
 use crate::cuda::memory::DevBuf;
 use crate::error::Error;
 
@@ -136,13 +136,19 @@ pub(super) fn gemm_checks(
             ldy: cols,
             glu,
         };
-        let b = if with_bias { bias.ptr } else { 0 };
+        let bias = with_bias.then(|| bias.span());
         let run = |x, halves| -> Result<(Vec<f32>, Option<HalfCopy>), Error> {
             let y = DevBuf::<f32>::zeros(&c.stream, m * cols)?;
-            let copy = ops.gemm(blas, ty, dw.ptr, x, b, y.ptr, shape, act, halves)?;
+            let d = DenseLinear {
+                w: dw.span(),
+                x,
+                bias,
+                y: y.span(),
+            };
+            let copy = ops.gemm(blas, ty, &d, shape, act, halves)?;
             Ok((c.down(&y, m * cols)?, copy))
         };
-        let (cast, none) = run(dx.ptr, Halves::default())?;
+        let (cast, none) = run(dx.span(), Halves::default())?;
         let x_copy = HalfCopy {
             ptr: dxh.ptr,
             ty,
@@ -157,7 +163,7 @@ pub(super) fn gemm_checks(
             x: Some(x_copy),
             y: Some(y_copy),
         };
-        let (read, copy) = run(nan.ptr, halves)?;
+        let (read, copy) = run(nan.span(), halves)?;
         let epilogue = with_bias || act != 0 || glu >= 0;
         let copy_ok = match copy {
             Some(h) => epilogue && h == y_copy && c.down(&dyh, m * cols)? == host_half(ty, &read),

@@ -182,6 +182,8 @@ class Crate:
                     refs.append(target)
                 if tuple(target) in self.files:
                     aliases[alias] = target
+            # Paths inside re-exports were followed above; they are not edges of this file.
+            text = USE.sub(lambda u: "" if u.group(1) else u.group(0), text)
             for m in PATH.finditer(text):
                 segs = m.group(1).split("::")
                 target = self.absolute(mod, segs)

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use genai_backend_native::cpu::kernels::{
-    AttentionParams, DenseWeight, Int4Weight, Isa, Scales, Weight, attention, linear, rms_norm,
+    AttentionHeads, AttentionParams, DenseWeight, Int4Weight, Isa, Scales, Weight, attention,
+    linear, rms_norm,
 };
 use genai_backend_native::cpu::threads::ThreadPool;
 
@@ -134,15 +135,17 @@ fn decode_attention(c: &mut Criterion) {
     let mut g = c.benchmark_group("attention_decode_h14_kv2_d64");
     for past in [128, 1024] {
         let p = AttentionParams {
-            num_heads: 14,
-            num_kv_heads: 2,
-            head_size: 64,
+            heads: AttentionHeads {
+                num_heads: 14,
+                num_kv_heads: 2,
+                head_size: 64,
+                scale: 0.125,
+                window: None,
+                softcap: None,
+            },
             capacity: past + 1,
             past_len: past,
             new_tokens: 1,
-            scale: 0.125,
-            window: None,
-            softcap: None,
         };
         let q = values(14 * 64, 5);
         let k = values(2 * (past + 1) * 64, 6);

@@ -10,16 +10,6 @@ use genai_backend_ort::{Device, OrtDecoder, OrtOptions};
 use genai_config::Config;
 use genai_onnx::OnnxModel;
 use genai_parity::{ParityOptions, Tolerance, compare};
-use std::path::PathBuf;
-
-fn models() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fixture_dirs()
-        .into_iter()
-        .filter(|d| !d.ends_with("llama-bf16-cuda"))
-        .collect();
-    dirs.push(conformance_dir());
-    dirs
-}
 
 /// The native CPU decoder and ONNX Runtime's CPU provider on one model.
 fn native_and_ort_cpu(
@@ -50,7 +40,7 @@ fn native_and_ort_cpu(
 #[test]
 fn native_cpu_matches_onnx_runtime_on_every_model() {
     let mut failures = Vec::new();
-    for dir in models() {
+    for dir in native_cpu_models() {
         let config = Config::load(&dir).expect("config");
         let model = OnnxModel::load(&config.decoder_path()).expect("model");
         let plan = genai_frontend::lift(&model, &config)

@@ -4,6 +4,7 @@
 //! [`DecodeBackend`], the per-generation state (its KV cache and position).
 
 use crate::Result;
+use crate::batch::{BatchBackend, BatchOptions};
 use serde::Serialize;
 
 /// What a backend says about itself, for `route` and `--json` output.
@@ -153,6 +154,16 @@ pub struct SamplingSpec<'a> {
 pub trait Decoder: Send + Sync {
     /// Creates the per-generation state.
     fn start(&self, options: &StartOptions) -> Result<Box<dyn DecodeBackend>>;
+    /// Creates a state for many sequences over one paged KV cache, stepped together; an error
+    /// where the backend has none (the default).
+    fn start_batch(&self, options: &BatchOptions) -> Result<Box<dyn BatchBackend>> {
+        let _ = options;
+        Err(crate::Error::InvalidState(format!(
+            "the {} backend on {} runs no batch of independent sequences",
+            self.info().backend,
+            self.info().device
+        )))
+    }
     /// Which backend and device run this model.
     fn info(&self) -> &BackendInfo;
     /// Number of logits per position.

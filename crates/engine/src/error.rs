@@ -43,6 +43,18 @@ pub enum Error {
     /// Generation was cancelled from another thread.
     #[error("generation was cancelled")]
     Cancelled,
+    /// The KV cache's blocks are all held: nothing was written or taken.
+    #[error(
+        "the KV cache is full: {needed} more block(s) of {block_size} positions are needed, {free} of \
+         {total} are free; finish or cancel a sequence, or give the cache more blocks (a larger \
+         KV memory budget, or a smaller batch or max_length)"
+    )]
+    OutOfKvBlocks {
+        needed: usize,
+        free: usize,
+        total: usize,
+        block_size: usize,
+    },
     /// An allocation the machine cannot hold, refused before it was made.
     #[error(
         "{what} needs {bytes} bytes but only {available} bytes of memory are available; lower \

@@ -2,10 +2,13 @@
 //! semantics, and the logits processing (penalties, greedy and sampled token choice).
 
 mod backend;
+pub mod batch;
 mod error;
 mod generator;
+pub mod kv_blocks;
 mod logits;
 pub mod memory;
+mod padded;
 pub mod router;
 mod sampling;
 
@@ -16,6 +19,7 @@ pub use backend::{
 pub use error::Error;
 pub use generator::{Generator, GeneratorTimings};
 pub use logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};
+pub use padded::PaddedBatch;
 pub use router::{BackendKind, BackendRequest, DeviceKind, NoRoute, Route, RouteFacts, route};
 pub use sampling::{Sampler, argmax, exp_weight, order_key, select, weight};
 

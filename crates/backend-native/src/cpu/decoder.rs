@@ -1,11 +1,13 @@
 //! The native CPU decoder behind the engine's [`Decoder`] and [`DecodeBackend`] traits.
 
+use crate::cpu::batch::CpuBatch;
+use crate::cpu::kv::BLOCK_SIZE;
 use crate::cpu::model::NativeModel;
-use crate::cpu::state::CpuState;
 use crate::cpu::threads::ThreadPool;
 use crate::error::Error;
 use crate::settings::CpuTuning;
-use genai_engine::{BackendInfo, DecodeBackend, Decoder, StartOptions};
+use genai_engine::batch::{BatchBackend, BatchOptions};
+use genai_engine::{BackendInfo, DecodeBackend, Decoder, PaddedBatch, StartOptions};
 use genai_frontend::DecoderPlan;
 use genai_onnx::OnnxModel;
 use std::sync::Arc;
@@ -68,11 +70,20 @@ impl CpuDecoder {
 
 impl Decoder for CpuDecoder {
     fn start(&self, options: &StartOptions) -> genai_engine::Result<Box<dyn DecodeBackend>> {
-        Ok(Box::new(CpuState::new(
+        // One sequence per row, each with room for max_length positions.
+        let per_row = options.max_length.div_ceil(BLOCK_SIZE) * BLOCK_SIZE;
+        let batch = self.start_batch(&BatchOptions {
+            kv_positions: options.batch.saturating_mul(per_row),
+            max_sequence: options.max_length,
+        })?;
+        Ok(Box::new(PaddedBatch::new(batch, options.batch)))
+    }
+
+    fn start_batch(&self, options: &BatchOptions) -> genai_engine::Result<Box<dyn BatchBackend>> {
+        Ok(Box::new(CpuBatch::new(
             Arc::clone(&self.model),
             Arc::clone(&self.pool),
-            options.batch,
-            options.max_length,
+            options,
             self.memory_limit,
         )?))
     }

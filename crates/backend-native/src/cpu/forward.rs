@@ -1,60 +1,67 @@
-//! One forward pass of the native CPU decoder over new tokens at the end of the KV cache.
+//! One forward pass of the native CPU decoder over new tokens of one or more sequences, each
+//! appended at the end of its KV blocks: the linear layers run once over every sequence's rows.
 
 use crate::cpu::kernels::{
-    self, AttentionParams, Table, attention, gather_rows, gelu, gelu_tanh, layer_norm, linear,
-    rms_norm, rotary, silu_mul,
+    self, AttentionHeads, SeqSpan, Table, attention_blocks, gather_rows, gelu, gelu_tanh,
+    layer_norm, linear, rms_norm, rotary, silu_mul,
 };
+use crate::cpu::kv::{BLOCK_SIZE, KvStore, LayerKv};
 use crate::cpu::model::{Activations, Layer, Linear, Mlp, NativeModel, Norm, Qkv};
 use crate::cpu::threads::ThreadPool;
 use crate::error::Error;
+use genai_engine::batch::LogitsWanted;
 use genai_frontend::{Activation, NormKind};
 
-/// The KV cache of one layer: `[kv_heads, capacity, head_size]` for keys and for values.
-pub(crate) struct LayerCache {
-    pub k: Vec<f32>,
-    pub v: Vec<f32>,
+/// One sequence's part of a pass: its blocks (enough for `past_len + ids.len()` positions), the
+/// positions it holds, its new tokens and which logits it wants.
+pub(crate) struct SeqRows<'a> {
+    pub blocks: &'a [usize],
+    pub past_len: usize,
+    pub ids: &'a [i64],
+    pub logits: LogitsWanted,
 }
 
-/// Which positions' logits a forward pass returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LogitsOf {
-    Last,
-    Every,
-}
-
-/// Runs `ids` (positions `past_len..`) through the model, filling the cache, and returns the
-/// logits of the last position, or of every position (`[ids.len(), vocab]`).
+/// Runs every sequence's new tokens through the model, writing their keys and values into the
+/// blocks, and returns the logits the sequences asked for, in order (`[rows, vocab]`).
 pub(crate) fn forward(
     model: &NativeModel,
-    caches: &mut [LayerCache],
-    capacity: usize,
-    past_len: usize,
-    ids: &[i64],
-    logits_of: LogitsOf,
+    kv: &mut KvStore,
+    seqs: &[SeqRows<'_>],
     pool: &ThreadPool,
 ) -> Result<Vec<f32>, Error> {
-    let m = ids.len();
     let hidden = model.hidden;
-    if past_len + m > capacity {
-        return Err(Error::Invalid {
-            what: "sequence",
-            why: format!("{} positions exceed the cache's {capacity}", past_len + m),
-        });
+    let mut positions = Vec::new();
+    let mut ids = Vec::new();
+    for seq in seqs {
+        let end = seq.past_len + seq.ids.len();
+        if end > seq.blocks.len() * BLOCK_SIZE {
+            return Err(Error::Invalid {
+                what: "sequence",
+                why: format!(
+                    "{end} positions exceed its {} blocks of {BLOCK_SIZE}",
+                    seq.blocks.len()
+                ),
+            });
+        }
+        if end > model.max_positions {
+            return Err(Error::Invalid {
+                what: "sequence",
+                why: format!(
+                    "{end} positions exceed the model's {} position embeddings",
+                    model.max_positions
+                ),
+            });
+        }
+        positions.extend(seq.past_len..end);
+        ids.extend_from_slice(seq.ids);
     }
-    if past_len + m > model.max_positions {
-        return Err(Error::Invalid {
-            what: "sequence",
-            why: format!(
-                "{} positions exceed the model's {} position embeddings",
-                past_len + m,
-                model.max_positions
-            ),
-        });
+    let m = ids.len();
+    if m == 0 {
+        return Ok(Vec::new());
     }
-    let positions: Vec<usize> = (past_len..past_len + m).collect();
 
     let mut x = vec![0.0f32; m * hidden];
-    gather_rows(Table::F32(&model.embedding), hidden, ids, &mut x)?;
+    gather_rows(Table::F32(&model.embedding), hidden, &ids, &mut x)?;
     if let Some(scale) = model.embedding_scale {
         x.iter_mut().for_each(|v| *v *= scale);
     }
@@ -69,13 +76,11 @@ pub(crate) fn forward(
     let mut normed = vec![0.0f32; m * hidden];
     // With half-precision activations, ONNX Runtime's fused skip-norms normalise the f32 sum and
     // hand on the sum rounded to half precision as the residual: norm first, then round.
-    for (layer, cache) in model.layers.iter().zip(caches.iter_mut()) {
+    for (layer, cache) in model.layers.iter().zip(kv.layers.iter_mut()) {
         apply_norm(&layer.attn_norm, &x, &mut normed)?;
         act.round(&mut x);
         act.round(&mut normed);
-        let attn = attention_block(
-            model, layer, cache, capacity, past_len, &positions, &normed, pool,
-        )?;
+        let attn = attention_block(model, layer, cache, seqs, &positions, &normed, pool)?;
         let out = run_linear(&layer.output, &attn, m, act, pool)?;
         kernels::add_in_place(&mut x, &out)?;
         apply_norm(&layer.mlp_norm, &x, &mut normed)?;
@@ -85,13 +90,20 @@ pub(crate) fn forward(
         act.round(&mut down);
         kernels::add_in_place(&mut x, &down)?;
     }
-    let rows = match logits_of {
-        LogitsOf::Last => 1,
-        LogitsOf::Every => m,
-    };
-    let kept = &x[(m - rows) * hidden..];
+    let mut kept = Vec::new();
+    let mut row = 0;
+    for seq in seqs {
+        let n = seq.ids.len();
+        let wanted = seq.logits.rows(n);
+        kept.extend_from_slice(&x[(row + n - wanted) * hidden..(row + n) * hidden]);
+        row += n;
+    }
+    let rows = kept.len() / hidden;
+    if rows == 0 {
+        return Ok(Vec::new());
+    }
     let mut final_normed = vec![0.0f32; rows * hidden];
-    apply_norm(&model.final_norm, kept, &mut final_normed)?;
+    apply_norm(&model.final_norm, &kept, &mut final_normed)?;
     act.round(&mut final_normed);
     run_linear(&model.lm_head, &final_normed, rows, act, pool)
 }
@@ -163,13 +175,13 @@ fn project_qkv(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Self-attention of every sequence's new rows (`x`, `[rows, hidden]`; `positions` per row),
+/// after writing their keys and values into the layer's blocks.
 fn attention_block(
     model: &NativeModel,
     layer: &Layer,
-    cache: &mut LayerCache,
-    capacity: usize,
-    past_len: usize,
+    cache: &mut LayerKv,
+    seqs: &[SeqRows<'_>],
     positions: &[usize],
     x: &[f32],
     pool: &ThreadPool,
@@ -217,27 +229,33 @@ fn attention_block(
         act.round(&mut q);
         act.round(&mut k);
     }
-    for t in 0..m {
-        for h in 0..layer.kv_heads {
-            let dst = (h * capacity + past_len + t) * hs;
-            let src = (t * layer.kv_heads + h) * hs;
-            cache.k[dst..dst + hs].copy_from_slice(&k[src..src + hs]);
-            cache.v[dst..dst + hs].copy_from_slice(&v[src..src + hs]);
+    let width = layer.kv_heads * hs;
+    let mut row = 0;
+    let mut spans = Vec::with_capacity(seqs.len());
+    for seq in seqs {
+        for t in 0..seq.ids.len() {
+            let pos = seq.past_len + t;
+            let block = seq.blocks[pos / BLOCK_SIZE];
+            let (kr, vr) = (&k[row * width..][..width], &v[row * width..][..width]);
+            cache.write(block, pos % BLOCK_SIZE, kr, vr);
+            row += 1;
         }
+        spans.push(SeqSpan {
+            blocks: seq.blocks,
+            past_len: seq.past_len,
+            new_tokens: seq.ids.len(),
+        });
     }
-    let params = AttentionParams {
+    let heads = AttentionHeads {
         num_heads: layer.heads,
         num_kv_heads: layer.kv_heads,
         head_size: hs,
-        capacity,
-        past_len,
-        new_tokens: m,
         scale: layer.scale,
         window: layer.window,
         softcap: layer.softcap,
     };
     let mut out = vec![0.0f32; m * layer.heads * hs];
-    attention(&params, &q, &cache.k, &cache.v, &mut out, pool)?;
+    attention_blocks(&heads, &spans, &q, &cache.view(), &mut out, pool)?;
     act.round(&mut out);
     Ok(out)
 }

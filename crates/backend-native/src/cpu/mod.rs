@@ -1,10 +1,11 @@
 //! The CPU side of the native backend.
 
+mod batch;
 mod decoder;
 mod forward;
 pub mod kernels;
+mod kv;
 mod model;
-mod state;
 pub mod threads;
 mod weights;
 

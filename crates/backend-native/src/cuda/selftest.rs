@@ -191,15 +191,17 @@ fn attention(c: &Ctx, rng: &mut Rng, case: PromptCase) -> Result<Vec<Check>, Err
     decode::round_to(kv, &mut vc);
     let scale = 0.125;
     let p = AttentionParams {
-        num_heads: heads,
-        num_kv_heads: kv_heads,
-        head_size: hs,
+        heads: cpu::AttentionHeads {
+            num_heads: heads,
+            num_kv_heads: kv_heads,
+            head_size: hs,
+            scale,
+            window,
+            softcap,
+        },
         capacity: cap,
         past_len: past,
         new_tokens: m,
-        scale,
-        window,
-        softcap,
     };
     let mut want = vec![0f32; m * heads * hs];
     cpu::attention(&p, &q, &kc, &vc, &mut want, &c.pool)?;

@@ -39,6 +39,17 @@ pub fn fixture_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// The models the native CPU decoder is checked on: every fixture but llama-bf16-cuda (the CPU
+/// checks have always left the bf16 model to the CUDA ones), and the conformance model.
+pub fn native_cpu_models() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fixture_dirs()
+        .into_iter()
+        .filter(|d| !d.ends_with("llama-bf16-cuda"))
+        .collect();
+    dirs.push(conformance_dir());
+    dirs
+}
+
 /// The official runtime's outputs stored beside a model, if any.
 pub fn official_expectations(dir: &Path) -> Option<Value> {
     let path = dir.join("expected_ort_genai_0.18.json");

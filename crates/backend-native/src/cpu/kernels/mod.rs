@@ -20,7 +20,9 @@ pub mod norm;
 pub mod rotary;
 
 pub use activation::{add_in_place, argmax, gelu, gelu_tanh, silu, silu_mul, softcap};
-pub use attention::{AttentionParams, attention};
+pub use attention::{
+    AttentionHeads, AttentionParams, KvBlocks, SeqSpan, attention, attention_blocks,
+};
 pub use embedding::{Table, gather_rows};
 pub use isa::Isa;
 pub use linear::{DenseWeight, Int4Compute, Int4Weight, Scales, Weight, ZeroPoints, linear};

@@ -294,15 +294,17 @@ pub(super) fn check(c: &Ctx, rng: &mut Rng, case: Case) -> Result<Check, Error> 
         vc[dst..dst + hs].copy_from_slice(&v[h * hs..(h + 1) * hs]);
     }
     let params = AttentionParams {
-        num_heads: heads,
-        num_kv_heads: kv_heads,
-        head_size: hs,
+        heads: cpu::AttentionHeads {
+            num_heads: heads,
+            num_kv_heads: kv_heads,
+            head_size: hs,
+            scale,
+            window,
+            softcap,
+        },
         capacity: cap,
         past_len: p,
         new_tokens: 1,
-        scale,
-        window,
-        softcap,
     };
     let mut want = vec![0f32; heads * hs];
     cpu::attention(&params, &q, &kc, &vc, &mut want, &c.pool)?;

@@ -122,7 +122,7 @@ pub(super) fn scores_avx512<const N: usize>(
     }
 }
 
-/// For each of `N` heads (up to 8): `out_i = sum_j p_ij v_j` over the rows `v_j` of `v`, in
+/// For each of `N` heads (up to 8): `out_i += sum_j p_ij v_j` over the rows `v_j` of `v`, in
 /// increasing `j` with one fused multiply-add per element, 32 outputs per head per pass (two
 /// `zmm` each), so every value row is loaded once for all heads.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
@@ -151,7 +151,15 @@ pub(super) fn weighted_sum_avx512<const N: usize>(
         } else {
             0
         };
-        let mut acc = [[_mm512_setzero_ps(); 2]; N];
+        // SAFETY: lanes d0 .. d0 + width of each `out[i]` (hs values); masked-off lanes are not
+        // read.
+        let mut acc: [[__m512; 2]; N] = std::array::from_fn(|i| unsafe {
+            let row = out[i].as_ptr().add(d0);
+            [
+                _mm512_maskz_loadu_ps(m0, row),
+                _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)),
+            ]
+        });
         for j in 0..rows {
             // SAFETY: lanes d0 .. d0 + width of row j < rows lie inside `v` (rows * hs values);
             // masked-off lanes are not read.

@@ -1,0 +1,346 @@
+//! Many sequences per step on the native CPU decoder: on every fixture and the conformance
+//! model, each sequence of a ragged batch (prompt chunks and decode rows of different sequences
+//! sharing steps, 1 to 64 sequences of mixed lengths) gets the logits it gets alone, and each
+//! row of a padded generator batch the tokens it gets alone. The CPU kernels give a row the same
+//! bits alone or in a batch, so logits are compared for bitwise equality (the bound is
+//! 1e-5).
+
+mod common;
+
+use common::*;
+use genai_backend_native::{CpuDecoder, CpuOptions};
+use genai_config::Config;
+use genai_engine::batch::{BatchBackend, BatchOptions, Chunk, LogitsWanted, SeqId};
+use genai_engine::{Decoder, Generator, argmax};
+use genai_onnx::OnnxModel;
+use std::path::Path;
+
+fn load(dir: &Path) -> (Config, CpuDecoder) {
+    let config = Config::load(dir).expect("config");
+    let model = OnnxModel::load(&config.decoder_path()).expect("model");
+    let plan =
+        genai_frontend::lift(&model, &config).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let decoder = CpuDecoder::load(
+        &model,
+        &plan,
+        &CpuOptions {
+            threads: Some(2),
+            ..CpuOptions::default()
+        },
+    )
+    .expect("native");
+    (config, decoder)
+}
+
+/// A prompt of `len` tokens for sequence `i`.
+fn prompt(i: usize, len: usize, vocab: i32) -> Vec<i32> {
+    (0..len)
+        .map(|t| ((i * 31 + t * 7 + 3) as i32) % vocab)
+        .collect()
+}
+
+/// Greedy decoding of `prompt` alone for `steps` tokens: the logits of the prompt's last
+/// position and of every decode step.
+fn alone(decoder: &CpuDecoder, prompt: &[i32], steps: usize, max: usize) -> Vec<Vec<f32>> {
+    let mut state = decoder
+        .start_batch(&BatchOptions {
+            kv_positions: max,
+            max_sequence: max,
+        })
+        .expect("state");
+    let seq = state.add_sequence();
+    let mut out = Vec::new();
+    let mut tokens = prompt.to_vec();
+    for _ in 0..=steps {
+        let logits = state
+            .step(&[Chunk {
+                seq,
+                tokens: &tokens,
+                logits: LogitsWanted::Last,
+            }])
+            .expect("step alone");
+        tokens = vec![argmax(&logits) as i32];
+        out.push(logits);
+    }
+    out
+}
+
+/// One sequence of the ragged run: its prompt, where it is, and the logits it got.
+struct Running {
+    seq: SeqId,
+    prompt: Vec<i32>,
+    fed: usize,
+    next: Option<i32>,
+    logits: Vec<Vec<f32>>,
+}
+
+/// All sequences in one state: sequence `i` joins at step `i % 3`, feeds its prompt in chunks of
+/// `chunk` tokens, then decodes greedily, every sequence in the same steps as the others.
+fn ragged(
+    state: &mut dyn BatchBackend,
+    prompts: &[Vec<i32>],
+    steps: usize,
+    chunk: usize,
+    vocab: usize,
+) -> Vec<Vec<Vec<f32>>> {
+    let mut runs: Vec<Running> = prompts
+        .iter()
+        .map(|p| Running {
+            seq: state.add_sequence(),
+            prompt: p.clone(),
+            fed: 0,
+            next: None,
+            logits: Vec::new(),
+        })
+        .collect();
+    let mut step = 0;
+    while runs.iter().any(|r| r.logits.len() <= steps) {
+        let mut work: Vec<(usize, Vec<i32>, LogitsWanted)> = Vec::new();
+        for (i, r) in runs.iter().enumerate() {
+            if i % 3 > step || r.logits.len() > steps {
+                continue;
+            }
+            if r.fed < r.prompt.len() {
+                let end = (r.fed + chunk).min(r.prompt.len());
+                let wanted = if end == r.prompt.len() {
+                    LogitsWanted::Last
+                } else {
+                    LogitsWanted::None
+                };
+                work.push((i, r.prompt[r.fed..end].to_vec(), wanted));
+            } else if let Some(t) = r.next {
+                work.push((i, vec![t], LogitsWanted::Last));
+            }
+        }
+        let chunks: Vec<Chunk<'_>> = work
+            .iter()
+            .map(|(i, tokens, logits)| Chunk {
+                seq: runs[*i].seq,
+                tokens,
+                logits: *logits,
+            })
+            .collect();
+        let out = state.step(&chunks).expect("ragged step");
+        let mut at = 0;
+        for (i, tokens, wanted) in &work {
+            let r = &mut runs[*i];
+            if r.fed < r.prompt.len() {
+                r.fed += tokens.len();
+            }
+            if *wanted == LogitsWanted::Last {
+                let logits = out[at..at + vocab].to_vec();
+                at += vocab;
+                r.next = Some(argmax(&logits) as i32);
+                r.logits.push(logits);
+            }
+        }
+        assert_eq!(at, out.len(), "every logits row is accounted for");
+        step += 1;
+    }
+    runs.into_iter().map(|r| r.logits).collect()
+}
+
+fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            if x.to_bits() == y.to_bits() {
+                0.0
+            } else {
+                (x - y).abs()
+            }
+        })
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn each_sequence_of_a_ragged_batch_gets_what_it_gets_alone() {
+    let steps = 6;
+    for dir in native_cpu_models() {
+        let (config, decoder) = load(&dir);
+        let vocab = decoder.vocab_size();
+        let v = vocab.min(512) as i32;
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        for (n, chunk) in [(1, 64), (3, 2), (8, 5), (64, 3)] {
+            // Mixed lengths: 1 to 40 tokens, one longer than a KV block.
+            let prompts: Vec<Vec<i32>> = (0..n)
+                .map(|i| prompt(i, [1, 7, 40, 3, 12, 33][i % 6], v))
+                .collect();
+            let max = 64.min(config.model.context_length);
+            let mut state = decoder
+                .start_batch(&BatchOptions {
+                    kv_positions: n * max,
+                    max_sequence: max,
+                })
+                .expect("state");
+            let together = ragged(state.as_mut(), &prompts, steps, chunk, vocab);
+            for (i, p) in prompts.iter().enumerate() {
+                let want = alone(&decoder, p, steps, max);
+                assert_eq!(together[i].len(), want.len());
+                for (s, (got, want)) in together[i].iter().zip(&want).enumerate() {
+                    let diff = max_abs(got, want);
+                    assert!(
+                        diff <= 1e-5,
+                        "{name}: batch of {n}, sequence {i}, step {s}: logits differ by {diff}"
+                    );
+                    assert_eq!(argmax(got), argmax(want), "{name}: greedy token");
+                }
+            }
+            let usage = state.kv_usage();
+            assert!(
+                usage.free_blocks < usage.total_blocks,
+                "{name}: blocks were used"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_padded_generator_batch_gives_each_row_what_it_gives_alone() {
+    for dir in native_cpu_models() {
+        let (config, decoder) = load(&dir);
+        let v = decoder.vocab_size().min(512) as i32;
+        let pad = config.model.pad_token_id;
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let lens = [5usize, 2, 9, 1];
+        let width = *lens.iter().max().unwrap_or(&1);
+        let rows: Vec<Vec<i32>> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| {
+                prompt(i, len, v)
+                    .into_iter()
+                    .map(|t| if t == pad { (t + 1) % v } else { t })
+                    .collect()
+            })
+            .collect();
+        let mut search = config.search.clone();
+        search.do_sample = false;
+        search.max_length = width + 12;
+        search.batch_size = rows.len();
+        let mut batch = Generator::new(&decoder, &config.model, &search).expect("generator");
+        let padded: Vec<i32> = rows
+            .iter()
+            .flat_map(|r| {
+                let mut r = r.clone();
+                r.resize(width, pad);
+                r
+            })
+            .collect();
+        batch.append_tokens(&padded).expect("prompt");
+        while !batch.is_done() {
+            batch.generate_next_token().expect("step");
+        }
+        for (i, row) in rows.iter().enumerate() {
+            let mut one = search.clone();
+            one.batch_size = 1;
+            one.max_length = row.len() + (search.max_length - width);
+            let mut g = Generator::new(&decoder, &config.model, &one).expect("generator");
+            g.append_tokens(row).expect("prompt");
+            while !g.is_done() {
+                g.generate_next_token().expect("step");
+            }
+            let alone = &g.sequence(0).expect("row")[row.len()..];
+            let together = &batch.sequence(i).expect("row")[width..];
+            let n = alone.len().min(together.len());
+            assert!(n > 0, "{name}: row {i} generated nothing");
+            assert_eq!(
+                &together[..n],
+                &alone[..n],
+                "{name}: row {i} of the padded batch"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_full_cache_is_a_clear_error_and_changes_nothing() {
+    let (_, decoder) = load(&native_cpu_models()[0]);
+    let mut state = decoder
+        .start_batch(&BatchOptions {
+            kv_positions: 64,
+            max_sequence: 64,
+        })
+        .expect("state");
+    let usage = state.kv_usage();
+    let (a, b) = (state.add_sequence(), state.add_sequence());
+    let long = vec![1i32; usage.block_size * usage.total_blocks - 1];
+    state
+        .step(&[Chunk {
+            seq: a,
+            tokens: &long,
+            logits: LogitsWanted::None,
+        }])
+        .expect("fits");
+    let err = state
+        .step(&[
+            Chunk {
+                seq: a,
+                tokens: &[2],
+                logits: LogitsWanted::Last,
+            },
+            Chunk {
+                seq: b,
+                tokens: &[1, 2],
+                logits: LogitsWanted::Last,
+            },
+        ])
+        .unwrap_err();
+    assert!(err.to_string().contains("KV cache is full"), "{err}");
+    assert_eq!(state.sequence_len(a).unwrap(), long.len());
+    assert_eq!(state.sequence_len(b).unwrap(), 0);
+    // Bad steps: a sequence twice, an empty chunk, a token outside the vocabulary, an unknown
+    // sequence; none changes anything.
+    let twice = [
+        Chunk {
+            seq: b,
+            tokens: &[1],
+            logits: LogitsWanted::Last,
+        },
+        Chunk {
+            seq: b,
+            tokens: &[1],
+            logits: LogitsWanted::Last,
+        },
+    ];
+    assert!(state.step(&twice).is_err());
+    let empty = [Chunk {
+        seq: b,
+        tokens: &[],
+        logits: LogitsWanted::Last,
+    }];
+    assert!(state.step(&empty).is_err());
+    let outside = [Chunk {
+        seq: b,
+        tokens: &[i32::MAX],
+        logits: LogitsWanted::Last,
+    }];
+    assert!(state.step(&outside).is_err());
+    state.remove_sequence(a).expect("remove");
+    assert!(state.sequence_len(a).is_err());
+    let unknown = [Chunk {
+        seq: a,
+        tokens: &[1],
+        logits: LogitsWanted::Last,
+    }];
+    assert!(state.step(&unknown).is_err());
+    assert_eq!(state.sequence_len(b).unwrap(), 0);
+    assert_eq!(state.kv_usage().free_blocks, usage.total_blocks);
+    // A freed cache takes a new sequence.
+    let c = state.add_sequence();
+    state
+        .step(&[Chunk {
+            seq: c,
+            tokens: &[3, 4],
+            logits: LogitsWanted::Last,
+        }])
+        .expect("room again");
+}

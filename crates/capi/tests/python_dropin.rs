@@ -8,8 +8,9 @@
 //!    or `GENAI_CAPI_LIB`).
 //! 3. Runs `tests/dropin/compare.py` over every fixture in `models/fixtures` and
 //!    `../shared/conformance/tiny-random-gpt2-fp32`: once with `GENAI_BRIDGE_BACKEND=ort` at the ONNX
-//!    Runtime route's tolerances, once with the default routing (native decoder) at the native
-//!    decoder's tolerances. Token sequences, text and everything else are always compared exactly.
+//!    Runtime route's tolerances, once with `GENAI_BRIDGE_BACKEND=native` at the native decoder's
+//!    tolerances (and a check of the library's log that the native decoder served every model,
+//!    batches included). Token sequences, text and everything else are always compared exactly.
 //!
 //! A machine without python3, venv or pip fails the test with a "NOT RUN" line: there is no silent skip.
 //! Reports and per-run results are kept in `<target>/dropin/work-<mode>/`.
@@ -237,11 +238,12 @@ fn run_mode(
     for (prec, tol) in tolerances {
         cmd.arg("--atol-for").arg(format!("{prec}={tol}"));
     }
-    // The default routing is whatever our library picks with no GENAI_BRIDGE_BACKEND at all.
+    // No GENAI_BRIDGE_BACKEND but the mode's own; the library logs its routes.
     cmd.env_remove("GENAI_BRIDGE_BACKEND");
     if let Some(b) = backend {
         cmd.arg("--env").arg(format!("GENAI_BRIDGE_BACKEND={b}"));
     }
+    cmd.arg("--env").arg("GENAI_BRIDGE_LOG=1");
     for (dir, has_ref) in models() {
         if only_with_reference && !has_ref {
             println!(
@@ -276,8 +278,41 @@ fn dropin_matches_official_on_ort_backend() {
     run_mode("ort", Some("ort"), ORT_TOLERANCES, false);
 }
 
-/// Default routing (the native decoder where the graph lifts).
+/// The native decoder (GENAI_BRIDGE_BACKEND=native), batches included. How the test knows the
+/// native decoder served every generation: the library's log (GENAI_BRIDGE_LOG=1, kept per model
+/// in `<work>/ours/<model>.log`) names the route of every model it opens ("native decoder on
+/// cpu") and every batch it hands to ONNX Runtime ("... runs on ONNX Runtime"); the first must
+/// appear in every model's log, the second in none.
 #[test]
-fn dropin_matches_official_on_default_routing() {
-    run_mode("native", None, NATIVE_TOLERANCES, true);
+fn dropin_matches_official_on_the_native_decoder() {
+    run_mode("native", Some("native"), NATIVE_TOLERANCES, true);
+    let logs = cache_root().join("work-native").join("ours");
+    let mut checked = 0;
+    for entry in fs::read_dir(&logs).unwrap_or_else(|e| panic!("read {}: {e}", logs.display())) {
+        let path = entry.expect("a log").path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let log = fs::read_to_string(&path).expect("read a log");
+        assert!(
+            log.contains("genai-bridge: native decoder on cpu"),
+            "{}: no generation routed to the native CPU decoder",
+            path.display()
+        );
+        let handed: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("runs on ONNX Runtime"))
+            .collect();
+        assert!(
+            handed.is_empty(),
+            "{}: batches handed to ONNX Runtime: {handed:?}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 5,
+        "only {checked} model logs under {}",
+        logs.display()
+    );
 }

@@ -178,6 +178,11 @@ pub struct BenchArgs {
     /// Seed of the random prompt.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Sequences decoded together (a static batch of random prompts of --prompt-tokens each):
+    /// decode tok/s is then the aggregate of all of them, the decode step times each one's
+    /// inter-token latency.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub batch: u64,
     /// One JSON line instead of text, with the runtime settings in effect (`settings`).
     #[arg(long)]
     pub json: bool,

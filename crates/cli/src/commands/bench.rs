@@ -23,12 +23,14 @@ struct BenchResult {
     backend: String,
     device: String,
     threads: Option<usize>,
+    /// Sequences decoded together.
     batch: usize,
     prompt_tokens: usize,
     decode_tokens: usize,
     runs: usize,
     load_ms: f64,
-    /// Medians over runs.
+    /// Medians over runs; prefill and decode tok/s are the aggregates over the batch's
+    /// sequences, TTFT is each sequence's (they start together).
     prefill_tok_s: f64,
     ttft_ms: f64,
     decode_tok_s: f64,
@@ -36,7 +38,8 @@ struct BenchResult {
     /// (the loop around `generate_next_token`, so the host's time between the timed calls
     /// counts too: what a caller streaming tokens sees).
     decode_wall_tok_s: f64,
-    /// Over every decode step of every run.
+    /// Over every decode step of every run: each step gives every sequence of the batch one
+    /// token, so these are a sequence's inter-token latency.
     decode_ms_median: f64,
     decode_ms_p90: f64,
     peak_rss_mb: Option<f64>,
@@ -105,7 +108,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         );
         let result = measure(args, Some(percent))?;
         print(args, &result)?;
-        title = format!("{} {} decode, batch 1", result.model, result.precision);
+        title = format!(
+            "{} {} decode, batch {}",
+            result.model, result.precision, result.batch
+        );
         points.push(plot::Point {
             budget_percent: percent,
             tokens_per_s: result.decode_tok_s,
@@ -124,11 +130,12 @@ fn print(args: &BenchArgs, result: &BenchResult) -> Result<()> {
         println!("{}", serde_json::to_string(result)?);
     } else {
         println!(
-            "{} {} on {} ({}){}: prefill {:.1} tok/s, TTFT {:.1} ms, decode {:.2} tok/s (median {:.2} ms, p90 {:.2} ms), load {:.0} ms, peak RSS {}",
+            "{} {} on {} ({}), batch {}{}: prefill {:.1} tok/s, TTFT {:.1} ms, decode {:.2} tok/s (inter-token median {:.2} ms, p90 {:.2} ms), load {:.0} ms, peak RSS {}",
             result.model,
             result.precision,
             result.backend,
             result.device,
+            result.batch,
             result.budget_fraction.map_or(String::new(), |f| format!(
                 " at {:.0}% of the weights",
                 f * 100.0
@@ -179,11 +186,13 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         "{total} tokens exceed the model's context_length {}",
         config.model.context_length
     );
+    let batch = usize::try_from(args.batch).context("--batch")?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
-    let prompt: Vec<i32> = (0..args.prompt_tokens)
+    let prompt: Vec<i32> = (0..args.prompt_tokens * batch)
         .map(|_| rng.random_range(0..vocab as i32))
         .collect();
     let mut search = session.search().clone();
+    search.batch_size = batch;
     search.max_length = total;
     search.do_sample = false;
     // EOS must not end a benchmark early: suppress it for the whole run.
@@ -216,11 +225,11 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         }
         let timings = generator.timings();
         let decode_s: f64 = timings.decode_ms.iter().sum::<f64>() / 1e3;
-        prefill.push(args.prompt_tokens as f64 / prefill_s);
+        prefill.push((args.prompt_tokens * batch) as f64 / prefill_s);
         ttft.push(first_token_ms);
-        decode_rates.push(timings.decode_ms.len() as f64 / decode_s);
+        decode_rates.push((timings.decode_ms.len() * batch) as f64 / decode_s);
         if loop_steps > 0 {
-            wall_rates.push(loop_steps as f64 / loop_s);
+            wall_rates.push((loop_steps * batch) as f64 / loop_s);
         }
         steps.extend_from_slice(&timings.decode_ms);
     }
@@ -248,7 +257,7 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         backend: info.backend.clone(),
         device: info.device.clone(),
         threads: args.run.threads,
-        batch: 1,
+        batch,
         prompt_tokens: args.prompt_tokens,
         decode_tokens: args.decode_tokens,
         runs: args.runs,
@@ -262,7 +271,8 @@ fn measure(args: &BenchArgs, budget_percent: Option<f64>) -> Result<BenchResult>
         peak_rss_mb: machine::peak_rss_mb(),
         weight_bytes_per_token: bytes_per_token,
         bytes_per_token,
-        weight_read_gbs: bytes_per_token.map(|b| b as f64 * decode_tok_s / 1e9),
+        // A step reads the weights once for the whole batch.
+        weight_read_gbs: bytes_per_token.map(|b| b as f64 * decode_tok_s / batch as f64 / 1e9),
         measured_bandwidth_gbs: None,
         roofline_fraction: None,
         peak_device_mb: counters.peak_device_bytes.map(|b| b as f64 / 1e6),

@@ -156,7 +156,13 @@ pub(crate) fn attention_with(
     }
     let (hs, row) = (heads.head_size, heads.num_heads * heads.head_size);
     // Parts: each sequence's heads cut so that a part has at least `min_work`, and no sequence
-    // in more parts than threads; with many sequences, each is one part.
+    // in more parts than threads; with many sequences, each is one part; all on the calling
+    // thread when the whole call is below `min_work`.
+    let total_work: usize = seqs
+        .iter()
+        .map(|s| heads.num_heads * s.new_tokens * (s.past_len + s.new_tokens) * hs)
+        .sum();
+    let threaded = pool.parts_for(total_work, min_work) > 1;
     let mut tasks = Vec::new();
     let mut rest = out;
     let mut q_row = 0;
@@ -170,7 +176,7 @@ pub(crate) fn attention_with(
             w.min(seq.past_len + seq.new_tokens)
         });
         let work = heads.num_heads * seq.new_tokens * span * hs;
-        let parts = if seqs.len() >= pool.threads() {
+        let parts = if !threaded || seqs.len() >= pool.threads() {
             1
         } else {
             pool.parts_for(work, min_work)
@@ -185,7 +191,7 @@ pub(crate) fn attention_with(
         }
         q_row += seq.new_tokens;
     }
-    pool.run_each(tasks, |_, (seq, q_row, range, out)| {
+    let run = |(seq, q_row, range, out): Task<'_>| {
         let q = &q[q_row * row..(q_row + seq.new_tokens) * row];
         dispatch(
             isa,
@@ -199,9 +205,17 @@ pub(crate) fn attention_with(
                 out,
             },
         );
-    });
+    };
+    if threaded {
+        pool.run_each(tasks, |_, task| run(task));
+    } else {
+        tasks.into_iter().for_each(run);
+    }
     Ok(())
 }
+
+/// One part of a call: a sequence, its first query row, some of its heads and their outputs.
+type Task<'a> = (&'a SeqSpan<'a>, usize, Range<usize>, Vec<&'a mut [f32]>);
 
 /// Checks the shapes; returns the number of query rows.
 fn validate(

@@ -113,19 +113,23 @@ fn gemv(c: &mut Criterion) {
     g.finish();
 }
 
+/// int4 (block 32, int8 activations) over many rows: a prompt (m = 128) and a batch of decode
+/// rows (m = 8).
 fn prefill(c: &mut Criterion) {
     let pools = pools();
-    let (m, k, n) = (128, 896, 4864);
-    let x = values(m * k, 1);
-    let mut y = vec![0f32; m * n];
+    let (k, n) = (896, 4864);
     let w: Weight = int4(k, n, 32, 4).into();
     let mut g = c.benchmark_group("prefill_int4_b32_acc4");
-    g.throughput(Throughput::Elements((m * k * n) as u64));
-    for pool in &pools {
-        g.bench_function(
-            BenchmarkId::new("m128_k896_n4864", format!("{}t", pool.threads())),
-            |b| b.iter(|| linear(black_box(&x), m, &w, None, &mut y, pool).expect("linear")),
-        );
+    for m in [8, 128] {
+        let x = values(m * k, 1);
+        let mut y = vec![0f32; m * n];
+        g.throughput(Throughput::Elements((m * k * n) as u64));
+        for pool in &pools {
+            g.bench_function(
+                BenchmarkId::new(format!("m{m}_k896_n4864"), format!("{}t", pool.threads())),
+                |b| b.iter(|| linear(black_box(&x), m, &w, None, &mut y, pool).expect("linear")),
+            );
+        }
     }
     g.finish();
 }

@@ -344,3 +344,184 @@ fn a_full_cache_is_a_clear_error_and_changes_nothing() {
         }])
         .expect("room again");
 }
+
+/// Search options of one request, for the per-row sampling test.
+struct Row {
+    prompt: Vec<i32>,
+    sample: bool,
+    seed: i64,
+    top_k: usize,
+    top_p: f32,
+    temperature: f32,
+    penalty: f32,
+}
+
+#[test]
+fn every_row_of_a_step_has_its_own_sampling_and_gets_what_the_generator_gives_alone() {
+    use genai_engine::batch::choose_on_host;
+    use genai_engine::{Choice, Sampler, SamplingSpec};
+    let steps = 10;
+    for dir in native_cpu_models() {
+        let (config, decoder) = load(&dir);
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let v = decoder.vocab_size().min(512) as i32;
+        let rows = [
+            Row {
+                prompt: prompt(0, 5, v),
+                sample: false,
+                seed: 0,
+                top_k: 0,
+                top_p: 1.0,
+                temperature: 1.0,
+                penalty: 1.0,
+            },
+            Row {
+                prompt: prompt(1, 9, v),
+                sample: true,
+                seed: 7,
+                top_k: 10,
+                top_p: 1.0,
+                temperature: 0.7,
+                penalty: 1.0,
+            },
+            Row {
+                prompt: prompt(2, 2, v),
+                sample: true,
+                seed: 3,
+                top_k: 0,
+                top_p: 0.9,
+                temperature: 1.3,
+                penalty: 1.0,
+            },
+            Row {
+                prompt: prompt(3, 33, v),
+                sample: false,
+                seed: 0,
+                top_k: 0,
+                top_p: 1.0,
+                temperature: 1.0,
+                penalty: 1.4,
+            },
+            Row {
+                prompt: prompt(4, 12, v),
+                sample: true,
+                seed: 11,
+                top_k: 40,
+                top_p: 0.8,
+                temperature: 0.9,
+                penalty: 1.2,
+            },
+        ];
+        let eos: Vec<i32> = config.model.eos_token_ids.clone();
+        // Alone: the generator, batch 1, with the row's options (min_length keeps EOS out).
+        let mut want = Vec::new();
+        for row in &rows {
+            let mut search = config.search.clone();
+            search.do_sample = row.sample;
+            search.random_seed = row.seed;
+            search.top_k = row.top_k;
+            search.top_p = row.top_p;
+            search.temperature = row.temperature;
+            search.repetition_penalty = row.penalty;
+            search.max_length = row.prompt.len() + steps;
+            search.min_length = search.max_length;
+            let mut g = Generator::new(&decoder, &config.model, &search).expect("generator");
+            g.append_tokens(&row.prompt).expect("prompt");
+            while !g.is_done() {
+                g.generate_next_token().expect("step");
+            }
+            want.push(g.sequence(0).expect("row")[row.prompt.len()..].to_vec());
+        }
+        // Together: one step for all rows, each with its own spec and seeded stream.
+        let mut state = decoder
+            .start_batch(&BatchOptions {
+                kv_positions: rows.len() * 64,
+                max_sequence: 64,
+            })
+            .expect("state");
+        let seqs: Vec<SeqId> = rows.iter().map(|_| state.add_sequence()).collect();
+        let mut samplers: Vec<Sampler> = rows.iter().map(|r| Sampler::new(r.seed)).collect();
+        let mut sequences: Vec<Vec<i32>> = rows.iter().map(|r| r.prompt.clone()).collect();
+        let mut inputs: Vec<Vec<i32>> = rows.iter().map(|r| r.prompt.clone()).collect();
+        for _ in 0..steps {
+            let penalized: Vec<Vec<i32>> = sequences
+                .iter()
+                .map(|s| {
+                    let mut d = Vec::new();
+                    for &t in s {
+                        if !d.contains(&t) {
+                            d.push(t);
+                        }
+                    }
+                    d
+                })
+                .collect();
+            let specs: Vec<Option<SamplingSpec<'_>>> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let choice = if r.sample {
+                        Choice::Sample {
+                            top_k: r.top_k,
+                            top_p: r.top_p,
+                            temperature: r.temperature,
+                            uniform: samplers[i].draw(),
+                        }
+                    } else {
+                        Choice::Greedy
+                    };
+                    Some(SamplingSpec {
+                        choice,
+                        penalty: r.penalty,
+                        penalized: &penalized[i],
+                        suppressed: &eos,
+                        no_repeat_ngram: 0,
+                    })
+                })
+                .collect();
+            let chunks: Vec<Chunk<'_>> = seqs
+                .iter()
+                .zip(&inputs)
+                .map(|(&seq, tokens)| Chunk {
+                    seq,
+                    tokens,
+                    logits: LogitsWanted::Last,
+                })
+                .collect();
+            let (logits, tokens) = state.step_choose(&chunks, &specs).expect("step");
+            assert!(logits.is_empty(), "every row chose a token");
+            for (i, &t) in tokens.iter().enumerate() {
+                sequences[i].push(t);
+                inputs[i] = vec![t];
+            }
+        }
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(
+                &sequences[i][row.prompt.len()..],
+                &want[i][..],
+                "{name}: row {i} (sample {}, seed {}, penalty {})",
+                row.sample,
+                row.seed,
+                row.penalty
+            );
+        }
+        // The host choice is the generator's: a spec'd greedy row of plain logits is the argmax.
+        let mut logits = vec![0.0f32, 3.0, 1.0];
+        let spec = SamplingSpec {
+            choice: Choice::Greedy,
+            penalty: 2.0,
+            penalized: &[1],
+            suppressed: &[2],
+            no_repeat_ngram: 0,
+        };
+        assert_eq!(
+            choose_on_host(&mut logits, &spec, &mut Vec::new()).unwrap(),
+            1
+        );
+        assert_eq!(logits, vec![0.0, 1.5, f32::NEG_INFINITY]);
+    }
+}

@@ -7,7 +7,9 @@
 //! sequences, at different positions, share the pass, so each weight is read once for all of
 //! them. Each sequence is computed as it would be alone.
 
-use crate::Result;
+use crate::backend::{Choice, SamplingSpec};
+use crate::sampling::{argmax, select};
+use crate::{Error, Result};
 
 /// A sequence of one batch state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -83,6 +85,97 @@ pub trait BatchBackend: Send {
     /// row-major `[rows, vocab]`. All or nothing: when the cache cannot hold the new tokens
     /// (`Error::OutOfKvBlocks`) or an input is bad, no sequence changes.
     fn step(&mut self, chunks: &[Chunk<'_>]) -> Result<Vec<f32>>;
+    /// [`step`](Self::step), choosing the next token of every chunk with a spec (it must want
+    /// the last logits row, and `no_repeat_ngram` must be 0): returns the logits rows of the
+    /// chunks without a spec, in chunk order, and a token per chunk with one. Each row has its
+    /// own spec. The default runs [`step`](Self::step) and chooses on the host
+    /// ([`choose_on_host`]); a device backend chooses where the logits are.
+    fn step_choose(
+        &mut self,
+        chunks: &[Chunk<'_>],
+        specs: &[Option<SamplingSpec<'_>>],
+    ) -> Result<(Vec<f32>, Vec<i32>)> {
+        check_specs(chunks, specs)?;
+        let logits = self.step(chunks)?;
+        let vocab = logits_rows(chunks).map_or(0, |rows| logits.len() / rows.max(1));
+        let (mut kept, mut tokens) = (Vec::new(), Vec::new());
+        let mut scratch = Vec::new();
+        let mut at = 0;
+        for (chunk, spec) in chunks.iter().zip(specs) {
+            let rows = chunk.logits.rows(chunk.tokens.len());
+            let mine = &logits[at..at + rows * vocab];
+            at += rows * vocab;
+            match spec {
+                Some(spec) => {
+                    let mut row = mine.to_vec();
+                    tokens.push(choose_on_host(&mut row, spec, &mut scratch)?);
+                }
+                None => kept.extend_from_slice(mine),
+            }
+        }
+        Ok((kept, tokens))
+    }
+}
+
+/// Logits rows a step returns, `None` for none.
+fn logits_rows(chunks: &[Chunk<'_>]) -> Option<usize> {
+    let rows: usize = chunks.iter().map(|c| c.logits.rows(c.tokens.len())).sum();
+    (rows > 0).then_some(rows)
+}
+
+/// One spec slot per chunk; a chunk with a spec wants its last row and no n-gram ban.
+fn check_specs(chunks: &[Chunk<'_>], specs: &[Option<SamplingSpec<'_>>]) -> Result<()> {
+    if chunks.len() != specs.len() {
+        return Err(Error::InvalidState(format!(
+            "{} chunks but {} sampling specs",
+            chunks.len(),
+            specs.len()
+        )));
+    }
+    for (chunk, spec) in chunks.iter().zip(specs) {
+        if let Some(spec) = spec {
+            if chunk.logits != LogitsWanted::Last {
+                return Err(Error::InvalidState(format!(
+                    "sequence {}: a token is chosen from the last position's logits only",
+                    chunk.seq.0
+                )));
+            }
+            if spec.no_repeat_ngram != 0 {
+                return Err(Error::InvalidState(format!(
+                    "sequence {}: no_repeat_ngram needs the whole sequence; choose from its \
+                     logits instead",
+                    chunk.seq.0
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The generator's host choice for one row, from a spec: `suppressed` ids to -inf, the
+/// repetition penalty on `penalized`, then the argmax or [`select`] with the spec's uniform.
+pub fn choose_on_host(
+    logits: &mut [f32],
+    spec: &SamplingSpec<'_>,
+    scratch: &mut Vec<(usize, u64)>,
+) -> Result<i32> {
+    crate::logits::apply_min_length(logits, 0, 1, spec.suppressed);
+    crate::logits::apply_repetition_penalty(logits, spec.penalized, spec.penalty);
+    if spec.no_repeat_ngram != 0 {
+        return Err(Error::InvalidState(
+            "no_repeat_ngram needs the whole sequence".into(),
+        ));
+    }
+    let index = match spec.choice {
+        Choice::Greedy => argmax(logits),
+        Choice::Sample {
+            top_k,
+            top_p,
+            temperature,
+            uniform,
+        } => select(logits, top_k, top_p, temperature, uniform, scratch),
+    };
+    Ok(i32::try_from(index).unwrap_or(i32::MAX))
 }
 
 /// The checks every backend makes on a step's chunks before it runs them: at least one token
@@ -95,19 +188,19 @@ pub fn check_chunks(
     let mut seen = std::collections::HashSet::with_capacity(chunks.len());
     for chunk in chunks {
         if !known(chunk.seq) {
-            return Err(crate::Error::InvalidState(format!(
+            return Err(Error::InvalidState(format!(
                 "sequence {} is not in this batch (removed, or never added)",
                 chunk.seq.0
             )));
         }
         if !seen.insert(chunk.seq) {
-            return Err(crate::Error::InvalidState(format!(
+            return Err(Error::InvalidState(format!(
                 "sequence {} appears twice in one step",
                 chunk.seq.0
             )));
         }
         if chunk.tokens.is_empty() {
-            return Err(crate::Error::InvalidState(format!(
+            return Err(Error::InvalidState(format!(
                 "sequence {} has no new token in this step",
                 chunk.seq.0
             )));
@@ -118,7 +211,7 @@ pub fn check_chunks(
             .enumerate()
             .find(|&(_, &id)| usize::try_from(id).map_or(true, |id| id >= vocab_size))
         {
-            return Err(crate::Error::TokenOutOfRange {
+            return Err(Error::TokenOutOfRange {
                 id: i64::from(id),
                 position,
                 vocab_size,

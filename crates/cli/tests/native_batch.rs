@@ -525,3 +525,111 @@ fn every_row_of_a_step_has_its_own_sampling_and_gets_what_the_generator_gives_al
         assert_eq!(logits, vec![0.0, 1.5, f32::NEG_INFINITY]);
     }
 }
+
+#[test]
+fn forked_and_truncated_sequences_get_what_they_get_alone() {
+    for dir in native_cpu_models() {
+        let (config, decoder) = load(&dir);
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let v = decoder.vocab_size().min(512) as i32;
+        let max = 96.min(config.model.context_length);
+        let alone_logits = |tokens: &[i32]| -> Vec<f32> {
+            let mut s = decoder
+                .start_batch(&BatchOptions {
+                    kv_positions: max,
+                    max_sequence: max,
+                })
+                .expect("state");
+            let seq = s.add_sequence();
+            s.step(&[Chunk {
+                seq,
+                tokens,
+                logits: LogitsWanted::Last,
+            }])
+            .expect("alone")
+        };
+        let mut state = decoder
+            .start_batch(&BatchOptions {
+                kv_positions: 4 * max,
+                max_sequence: max,
+            })
+            .expect("state");
+        let base = prompt(9, 45, v);
+        let a = state.add_sequence();
+        state
+            .step(&[Chunk {
+                seq: a,
+                tokens: &base,
+                logits: LogitsWanted::None,
+            }])
+            .expect("base");
+        // Forks inside a block (37: 5 rows into the second block of 32) and at its end (32).
+        let b = state.fork_sequence(a, 37).expect("fork");
+        let c = state.fork_sequence(a, 32).expect("fork");
+        let free_after_forks = state.kv_usage().free_blocks;
+        let (ta, tb, tc) = (prompt(1, 3, v), prompt(2, 4, v), prompt(3, 2, v));
+        let got = state
+            .step(&[
+                Chunk {
+                    seq: b,
+                    tokens: &tb,
+                    logits: LogitsWanted::Last,
+                },
+                Chunk {
+                    seq: a,
+                    tokens: &ta,
+                    logits: LogitsWanted::Last,
+                },
+                Chunk {
+                    seq: c,
+                    tokens: &tc,
+                    logits: LogitsWanted::Last,
+                },
+            ])
+            .expect("step after the forks");
+        let vocab = decoder.vocab_size();
+        // b wrote into the block it shared with a and got its own copy; c, at a block's end,
+        // took a fresh block; a's tail was its own again: two blocks taken.
+        assert_eq!(
+            state.kv_usage().free_blocks,
+            free_after_forks - 2,
+            "{name}: one copy on write and one new block"
+        );
+        let cat = |p: &[i32], t: &[i32]| [p, t].concat();
+        let want = [
+            alone_logits(&cat(&base[..37], &tb)),
+            alone_logits(&cat(&base, &ta)),
+            alone_logits(&cat(&base[..32], &tc)),
+        ];
+        for (i, w) in want.iter().enumerate() {
+            let g = &got[i * vocab..(i + 1) * vocab];
+            assert!(max_abs(g, w) <= 1e-5, "{name}: forked sequence {i}");
+        }
+        // Truncate a back into its shared prefix and go on: as if alone.
+        state.truncate_sequence(a, 20).expect("truncate");
+        let td = prompt(4, 6, v);
+        let got = state
+            .step(&[Chunk {
+                seq: a,
+                tokens: &td,
+                logits: LogitsWanted::Last,
+            }])
+            .expect("step after truncating");
+        assert!(
+            max_abs(&got, &alone_logits(&cat(&base[..20], &td))) <= 1e-5,
+            "{name}: truncated sequence"
+        );
+        for seq in [a, b, c] {
+            state.remove_sequence(seq).expect("remove");
+        }
+        let usage = state.kv_usage();
+        assert_eq!(
+            usage.free_blocks, usage.total_blocks,
+            "{name}: every block freed"
+        );
+    }
+}

@@ -7,7 +7,7 @@
 //! sequences, at different positions, share the pass, so each weight is read once for all of
 //! them. Each sequence is computed as it would be alone.
 
-use crate::backend::{Choice, SamplingSpec};
+use crate::choice::{Choice, SamplingSpec};
 use crate::sampling::{argmax, select};
 use crate::{Error, Result};
 

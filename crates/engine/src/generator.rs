@@ -8,7 +8,8 @@
 //! EOS out of the sequences, while `next_tokens` still reports it). `max_length` counts prompt and
 //! generated tokens together.
 
-use crate::backend::{Choice, DecodeBackend, Decoder, SamplingSpec, StartOptions, StepInput};
+use crate::backend::{DecodeBackend, Decoder, StartOptions, StepInput};
+use crate::choice::{Choice, SamplingSpec};
 use crate::logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};
 use crate::sampling::{Sampler, argmax};
 use crate::{Error, Result};

@@ -3,6 +3,7 @@
 
 mod backend;
 pub mod batch;
+mod choice;
 mod error;
 mod generator;
 pub mod kv_blocks;
@@ -13,9 +14,10 @@ pub mod router;
 mod sampling;
 
 pub use backend::{
-    BackendCounters, BackendInfo, Choice, DecodeBackend, Decoder, PagingCounters, SamplingSpec,
-    StartOptions, StepClock, StepInput,
+    BackendCounters, BackendInfo, DecodeBackend, Decoder, PagingCounters, StartOptions, StepClock,
+    StepInput,
 };
+pub use choice::{Choice, SamplingSpec};
 pub use error::Error;
 pub use generator::{Generator, GeneratorTimings};
 pub use logits::{apply_min_length, apply_no_repeat_ngram, apply_repetition_penalty};

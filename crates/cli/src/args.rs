@@ -125,13 +125,14 @@ pub struct SearchArgs {
 pub struct GenerateArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// Prompt text.
+    /// Prompt text; repeated, a batch of prompts decoded together (right-padded with the pad
+    /// token, as ONNX Runtime GenAI pads a batch).
     #[arg(
         long,
         conflicts_with = "prompt_ids",
         required_unless_present = "prompt_ids"
     )]
-    pub prompt: Option<String>,
+    pub prompt: Vec<String>,
     /// Prompt token ids, comma separated.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub prompt_ids: Option<Vec<i64>>,

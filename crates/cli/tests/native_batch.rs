@@ -633,3 +633,40 @@ fn forked_and_truncated_sequences_get_what_they_get_alone() {
         );
     }
 }
+
+#[test]
+fn generate_with_several_prompts_decodes_them_together_as_each_alone() {
+    let dir = repo_root().join("models/fixtures/llama-fp32-cpu");
+    let dir = dir.to_string_lossy();
+    let prompts = ["Hello world", "a", "The quick brown fox jumps"];
+    let generate = |prompts: &[&str]| {
+        let mut args = vec![
+            "generate",
+            &dir,
+            "--backend",
+            "native",
+            "--max-new-tokens",
+            "8",
+            "--json",
+        ];
+        for p in prompts {
+            args.extend(["--prompt", p]);
+        }
+        run_cli_json(&args)
+    };
+    let batch = generate(&prompts);
+    assert_eq!(batch["route"]["backend"], "native", "{batch}");
+    let rows = batch["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), prompts.len());
+    for (row, p) in rows.iter().zip(&prompts) {
+        let alone = generate(&[p]);
+        let prompt_len = ints(&alone["prompt_ids"]).len();
+        // Alone, a final EOS is not part of the sequence; the batch row stops before its EOS.
+        let want = ints(&alone["sequence"])[prompt_len..].to_vec();
+        let got = ints(&row["generated"]);
+        assert_eq!(ints(&row["prompt_ids"]), ints(&alone["prompt_ids"]), "{p}");
+        assert_eq!(row["stop_reason"], alone["stop_reason"], "{p}");
+        assert!(!got.is_empty(), "{p}: nothing generated");
+        assert_eq!(got, want, "{p}: the batch row and the prompt alone");
+    }
+}

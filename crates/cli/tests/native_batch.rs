@@ -32,6 +32,24 @@ fn load(dir: &Path) -> (Config, CpuDecoder) {
     (config, decoder)
 }
 
+/// The model folder's name, for messages.
+fn model_name(dir: &Path) -> String {
+    dir.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string()
+}
+
+/// A batch state of `kv_positions` positions for sequences of at most `max` positions.
+fn batch_state(decoder: &CpuDecoder, kv_positions: usize, max: usize) -> Box<dyn BatchBackend> {
+    decoder
+        .start_batch(&BatchOptions {
+            kv_positions,
+            max_sequence: max,
+        })
+        .expect("state")
+}
+
 /// A prompt of `len` tokens for sequence `i`.
 fn prompt(i: usize, len: usize, vocab: i32) -> Vec<i32> {
     (0..len)
@@ -42,12 +60,7 @@ fn prompt(i: usize, len: usize, vocab: i32) -> Vec<i32> {
 /// Greedy decoding of `prompt` alone for `steps` tokens: the logits of the prompt's last
 /// position and of every decode step.
 fn alone(decoder: &CpuDecoder, prompt: &[i32], steps: usize, max: usize) -> Vec<Vec<f32>> {
-    let mut state = decoder
-        .start_batch(&BatchOptions {
-            kv_positions: max,
-            max_sequence: max,
-        })
-        .expect("state");
+    let mut state = batch_state(decoder, max, max);
     let seq = state.add_sequence();
     let mut out = Vec::new();
     let mut tokens = prompt.to_vec();
@@ -160,23 +173,14 @@ fn each_sequence_of_a_ragged_batch_gets_what_it_gets_alone() {
         let (config, decoder) = load(&dir);
         let vocab = decoder.vocab_size();
         let v = vocab.min(512) as i32;
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
+        let name = model_name(&dir);
         for (n, chunk) in [(1, 64), (3, 2), (8, 5), (64, 3)] {
             // Mixed lengths: 1 to 40 tokens, one longer than a KV block.
             let prompts: Vec<Vec<i32>> = (0..n)
                 .map(|i| prompt(i, [1, 7, 40, 3, 12, 33][i % 6], v))
                 .collect();
             let max = 64.min(config.model.context_length);
-            let mut state = decoder
-                .start_batch(&BatchOptions {
-                    kv_positions: n * max,
-                    max_sequence: max,
-                })
-                .expect("state");
+            let mut state = batch_state(&decoder, n * max, max);
             let together = ragged(state.as_mut(), &prompts, steps, chunk, vocab);
             for (i, p) in prompts.iter().enumerate() {
                 let want = alone(&decoder, p, steps, max);
@@ -205,11 +209,7 @@ fn a_padded_generator_batch_gives_each_row_what_it_gives_alone() {
         let (config, decoder) = load(&dir);
         let v = decoder.vocab_size().min(512) as i32;
         let pad = config.model.pad_token_id;
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
+        let name = model_name(&dir);
         let lens = [5usize, 2, 9, 1];
         let width = *lens.iter().max().unwrap_or(&1);
         let rows: Vec<Vec<i32>> = lens
@@ -264,12 +264,7 @@ fn a_padded_generator_batch_gives_each_row_what_it_gives_alone() {
 #[test]
 fn a_full_cache_is_a_clear_error_and_changes_nothing() {
     let (_, decoder) = load(&native_cpu_models()[0]);
-    let mut state = decoder
-        .start_batch(&BatchOptions {
-            kv_positions: 64,
-            max_sequence: 64,
-        })
-        .expect("state");
+    let mut state = batch_state(&decoder, 64, 64);
     let usage = state.kv_usage();
     let (a, b) = (state.add_sequence(), state.add_sequence());
     let long = vec![1i32; usage.block_size * usage.total_blocks - 1];
@@ -358,16 +353,11 @@ struct Row {
 
 #[test]
 fn every_row_of_a_step_has_its_own_sampling_and_gets_what_the_generator_gives_alone() {
-    use genai_engine::batch::choose_on_host;
     use genai_engine::{Choice, Sampler, SamplingSpec};
     let steps = 10;
     for dir in native_cpu_models() {
         let (config, decoder) = load(&dir);
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
+        let name = model_name(&dir);
         let v = decoder.vocab_size().min(512) as i32;
         let rows = [
             Row {
@@ -437,12 +427,7 @@ fn every_row_of_a_step_has_its_own_sampling_and_gets_what_the_generator_gives_al
             want.push(g.sequence(0).expect("row")[row.prompt.len()..].to_vec());
         }
         // Together: one step for all rows, each with its own spec and seeded stream.
-        let mut state = decoder
-            .start_batch(&BatchOptions {
-                kv_positions: rows.len() * 64,
-                max_sequence: 64,
-            })
-            .expect("state");
+        let mut state = batch_state(&decoder, rows.len() * 64, 64);
         let seqs: Vec<SeqId> = rows.iter().map(|_| state.add_sequence()).collect();
         let mut samplers: Vec<Sampler> = rows.iter().map(|r| Sampler::new(r.seed)).collect();
         let mut sequences: Vec<Vec<i32>> = rows.iter().map(|r| r.prompt.clone()).collect();
@@ -509,20 +494,6 @@ fn every_row_of_a_step_has_its_own_sampling_and_gets_what_the_generator_gives_al
                 row.penalty
             );
         }
-        // The host choice is the generator's: a spec'd greedy row of plain logits is the argmax.
-        let mut logits = vec![0.0f32, 3.0, 1.0];
-        let spec = SamplingSpec {
-            choice: Choice::Greedy,
-            penalty: 2.0,
-            penalized: &[1],
-            suppressed: &[2],
-            no_repeat_ngram: 0,
-        };
-        assert_eq!(
-            choose_on_host(&mut logits, &spec, &mut Vec::new()).unwrap(),
-            1
-        );
-        assert_eq!(logits, vec![0.0, 1.5, f32::NEG_INFINITY]);
     }
 }
 
@@ -530,20 +501,11 @@ fn every_row_of_a_step_has_its_own_sampling_and_gets_what_the_generator_gives_al
 fn forked_and_truncated_sequences_get_what_they_get_alone() {
     for dir in native_cpu_models() {
         let (config, decoder) = load(&dir);
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
+        let name = model_name(&dir);
         let v = decoder.vocab_size().min(512) as i32;
         let max = 96.min(config.model.context_length);
         let alone_logits = |tokens: &[i32]| -> Vec<f32> {
-            let mut s = decoder
-                .start_batch(&BatchOptions {
-                    kv_positions: max,
-                    max_sequence: max,
-                })
-                .expect("state");
+            let mut s = batch_state(&decoder, max, max);
             let seq = s.add_sequence();
             s.step(&[Chunk {
                 seq,
@@ -552,12 +514,7 @@ fn forked_and_truncated_sequences_get_what_they_get_alone() {
             }])
             .expect("alone")
         };
-        let mut state = decoder
-            .start_batch(&BatchOptions {
-                kv_positions: 4 * max,
-                max_sequence: max,
-            })
-            .expect("state");
+        let mut state = batch_state(&decoder, 4 * max, max);
         let base = prompt(9, 45, v);
         let a = state.add_sequence();
         state

@@ -96,31 +96,22 @@ pub trait BatchBackend: Send {
         specs: &[Option<SamplingSpec<'_>>],
     ) -> Result<(Vec<f32>, Vec<i32>)> {
         check_specs(chunks, specs)?;
-        let logits = self.step(chunks)?;
-        let vocab = logits_rows(chunks).map_or(0, |rows| logits.len() / rows.max(1));
+        let mut logits = self.step(chunks)?;
+        let rows: usize = chunks.iter().map(|c| c.logits.rows(c.tokens.len())).sum();
+        let vocab = logits.len().checked_div(rows).unwrap_or(0);
         let (mut kept, mut tokens) = (Vec::new(), Vec::new());
         let mut scratch = Vec::new();
         let mut at = 0;
         for (chunk, spec) in chunks.iter().zip(specs) {
-            let rows = chunk.logits.rows(chunk.tokens.len());
-            let mine = &logits[at..at + rows * vocab];
-            at += rows * vocab;
+            let mine = &mut logits[at..at + chunk.logits.rows(chunk.tokens.len()) * vocab];
+            at += mine.len();
             match spec {
-                Some(spec) => {
-                    let mut row = mine.to_vec();
-                    tokens.push(choose_on_host(&mut row, spec, &mut scratch)?);
-                }
+                Some(spec) => tokens.push(choose_on_host(mine, spec, &mut scratch)?),
                 None => kept.extend_from_slice(mine),
             }
         }
         Ok((kept, tokens))
     }
-}
-
-/// Logits rows a step returns, `None` for none.
-fn logits_rows(chunks: &[Chunk<'_>]) -> Option<usize> {
-    let rows: usize = chunks.iter().map(|c| c.logits.rows(c.tokens.len())).sum();
-    (rows > 0).then_some(rows)
 }
 
 /// One spec slot per chunk; a chunk with a spec wants its last row and no n-gram ban.
@@ -159,13 +150,13 @@ pub fn choose_on_host(
     spec: &SamplingSpec<'_>,
     scratch: &mut Vec<(usize, u64)>,
 ) -> Result<i32> {
-    crate::logits::apply_min_length(logits, 0, 1, spec.suppressed);
-    crate::logits::apply_repetition_penalty(logits, spec.penalized, spec.penalty);
     if spec.no_repeat_ngram != 0 {
         return Err(Error::InvalidState(
             "no_repeat_ngram needs the whole sequence".into(),
         ));
     }
+    crate::logits::apply_min_length(logits, 0, 1, spec.suppressed);
+    crate::logits::apply_repetition_penalty(logits, spec.penalized, spec.penalty);
     let index = match spec.choice {
         Choice::Greedy => argmax(logits),
         Choice::Sample {
@@ -220,3 +211,7 @@ pub fn check_chunks(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "batch_tests.rs"]
+mod tests;

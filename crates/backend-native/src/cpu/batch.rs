@@ -130,7 +130,9 @@ impl BatchBackend for CpuBatch {
             needed = needed.saturating_add(table.needed(&self.blocks, chunk.tokens.len()));
         }
         self.blocks.ensure_free(needed)?;
-        // Nothing below fails for want of blocks; a failed pass puts every table back.
+        // Nothing below fails for want of blocks; a failed pass puts every table back. (A block
+        // that several of these sequences share counts as copied by each, so a step can be
+        // refused with a block to spare, never run short.)
         let mut pasts = Vec::with_capacity(chunks.len());
         for chunk in chunks {
             let table = self

@@ -55,6 +55,14 @@ pub(crate) fn forward(
         positions.extend(seq.past_len..end);
         ids.extend_from_slice(seq.ids);
     }
+    let spans: Vec<SeqSpan<'_>> = seqs
+        .iter()
+        .map(|seq| SeqSpan {
+            blocks: seq.blocks,
+            past_len: seq.past_len,
+            new_tokens: seq.ids.len(),
+        })
+        .collect();
     let m = ids.len();
     if m == 0 {
         return Ok(Vec::new());
@@ -80,7 +88,7 @@ pub(crate) fn forward(
         apply_norm(&layer.attn_norm, &x, &mut normed)?;
         act.round(&mut x);
         act.round(&mut normed);
-        let attn = attention_block(model, layer, cache, seqs, &positions, &normed, pool)?;
+        let attn = attention_block(model, layer, cache, &spans, &positions, &normed, pool)?;
         let out = run_linear(&layer.output, &attn, m, act, pool)?;
         kernels::add_in_place(&mut x, &out)?;
         apply_norm(&layer.mlp_norm, &x, &mut normed)?;
@@ -181,7 +189,7 @@ fn attention_block(
     model: &NativeModel,
     layer: &Layer,
     cache: &mut LayerKv,
-    seqs: &[SeqRows<'_>],
+    spans: &[SeqSpan<'_>],
     positions: &[usize],
     x: &[f32],
     pool: &ThreadPool,
@@ -231,20 +239,13 @@ fn attention_block(
     }
     let width = layer.kv_heads * hs;
     let mut row = 0;
-    let mut spans = Vec::with_capacity(seqs.len());
-    for seq in seqs {
-        for t in 0..seq.ids.len() {
-            let pos = seq.past_len + t;
+    for seq in spans {
+        for pos in seq.past_len..seq.past_len + seq.new_tokens {
             let block = seq.blocks[pos / BLOCK_SIZE];
             let (kr, vr) = (&k[row * width..][..width], &v[row * width..][..width]);
             cache.write(block, pos % BLOCK_SIZE, kr, vr);
             row += 1;
         }
-        spans.push(SeqSpan {
-            blocks: seq.blocks,
-            past_len: seq.past_len,
-            new_tokens: seq.ids.len(),
-        });
     }
     let heads = AttentionHeads {
         num_heads: layer.heads,
@@ -255,7 +256,7 @@ fn attention_block(
         softcap: layer.softcap,
     };
     let mut out = vec![0.0f32; m * layer.heads * hs];
-    attention_blocks(&heads, &spans, &q, &cache.view(), &mut out, pool)?;
+    attention_blocks(&heads, spans, &q, &cache.view(), &mut out, pool)?;
     act.round(&mut out);
     Ok(out)
 }

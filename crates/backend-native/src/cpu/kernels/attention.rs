@@ -101,16 +101,7 @@ pub fn attention(
             ),
         ));
     }
-    attention_with(
-        Isa::best(),
-        &p.heads,
-        &[seq],
-        q,
-        &kv,
-        out,
-        pool,
-        MIN_WORK_PER_THREAD,
-    )
+    attention_blocks(&p.heads, &[seq], q, &kv, out, pool)
 }
 
 /// Attention of several sequences over one cache in blocks; `q` and `out` hold the sequences'
@@ -158,11 +149,13 @@ pub(crate) fn attention_with(
     // Parts: each sequence's heads cut so that a part has at least `min_work`, and no sequence
     // in more parts than threads; with many sequences, each is one part; all on the calling
     // thread when the whole call is below `min_work`.
-    let total_work: usize = seqs
-        .iter()
-        .map(|s| heads.num_heads * s.new_tokens * (s.past_len + s.new_tokens) * hs)
-        .sum();
-    let threaded = pool.parts_for(total_work, min_work) > 1;
+    let work = |s: &SeqSpan<'_>| {
+        let span = heads.window.map_or(s.past_len + s.new_tokens, |w| {
+            w.min(s.past_len + s.new_tokens)
+        });
+        heads.num_heads * s.new_tokens * span * hs
+    };
+    let threaded = pool.parts_for(seqs.iter().map(work).sum(), min_work) > 1;
     let mut tasks = Vec::new();
     let mut rest = out;
     let mut q_row = 0;
@@ -172,14 +165,10 @@ pub(crate) fn attention_with(
         if seq.new_tokens == 0 {
             continue;
         }
-        let span = heads.window.map_or(seq.past_len + seq.new_tokens, |w| {
-            w.min(seq.past_len + seq.new_tokens)
-        });
-        let work = heads.num_heads * seq.new_tokens * span * hs;
         let parts = if !threaded || seqs.len() >= pool.threads() {
             1
         } else {
-            pool.parts_for(work, min_work)
+            pool.parts_for(work(seq), min_work)
         };
         let bounds = split_bounds(heads.num_heads, parts, 1);
         let cols: Vec<usize> = bounds.iter().map(|b| b * hs).collect();

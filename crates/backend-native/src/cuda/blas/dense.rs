@@ -215,14 +215,7 @@ impl Ops<'_> {
         let sums = e.sums.need(K, "sums", m * n)?;
         let bias = need_opt(e.bias, K, "bias", n)?;
         let y = e.y.need(K, "y", y_end)?;
-        if let Some(h) = half.filter(|h| h.len < m * cols) {
-            return Err(Error::BadExtent {
-                kernel: K,
-                arg: "half",
-                needed: m * cols,
-                given: h.len,
-            });
-        }
+        HalfCopy::need_opt(half, K, m * cols)?;
         let (mi, ni, ldyi) = (int("m", m)?, int("n", n)?, int("ldy", ldy)?);
         let f = self.k.get(K)?;
         let c = cfg((elementwise_blocks(m * cols), 1, 1), 256, 0);

@@ -4,6 +4,7 @@
 //! (`blas.rs`) and the weights that choose them.
 
 use crate::cuda::memory::DevPtr;
+use crate::error::Error;
 
 /// A dense weight's element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,24 @@ impl HalfCopy {
     /// (0, 0) for none.
     pub fn args(copy: Option<HalfCopy>) -> (DevPtr, i32) {
         copy.map_or((0, 0), |h| (h.ptr, i32::from(h.ty == GemmType::Bf16)))
+    }
+
+    /// Fails with [`Error::BadExtent`] when `copy` holds fewer than `needed` values (none
+    /// passes).
+    pub fn need_opt(
+        copy: Option<HalfCopy>,
+        kernel: &'static str,
+        needed: usize,
+    ) -> Result<(), Error> {
+        match copy {
+            Some(h) if h.len < needed => Err(Error::BadExtent {
+                kernel,
+                arg: "half",
+                needed,
+                given: h.len,
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

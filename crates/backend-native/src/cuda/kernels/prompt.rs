@@ -122,14 +122,7 @@ impl Ops<'_> {
             .need(WHAT, "part", rows * heads * a.splits * (a.hs + 2))?;
         let counts = a.counts.need(WHAT, "counts", rows * heads)?;
         let out = a.out.need(WHAT, "out", rows * heads * a.hs)?;
-        if let Some(h) = a.half.filter(|h| h.len < rows * heads * a.hs) {
-            return Err(Error::BadExtent {
-                kernel: WHAT,
-                arg: "half",
-                needed: rows * heads * a.hs,
-                given: h.len,
-            });
-        }
+        HalfCopy::need_opt(a.half, WHAT, rows * heads * a.hs)?;
         let scale = a.scale;
         // Per kernel: its name, its split span (None: it merges its own splits), splits, grid,
         // block and dynamic shared memory.

@@ -181,15 +181,7 @@ impl Ops<'_> {
                 &act
             );
         };
-        let needed = rows.max(1) * width;
-        if copy.len < needed {
-            return Err(Error::BadExtent {
-                kernel,
-                arg: "half",
-                needed,
-                given: copy.len,
-            });
-        }
+        HalfCopy::need_opt(Some(copy), kernel, rows.max(1) * width)?;
         let (half, half_bf) = HalfCopy::args(Some(copy));
         let f = self.k.get(kernel)?;
         launch!(
